@@ -1,0 +1,11 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  testMatch: ['<rootDir>/{services,packages}/*/test/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }] },
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  maxWorkers: 2,
+  testTimeout: 30000,
+  // Each file owns its database and Redis prefix, so files run in parallel safely.
+  forceExit: false,
+};

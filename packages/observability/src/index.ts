@@ -1,0 +1,3 @@
+export * from './logger';
+export * from './metrics-server';
+export { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';

@@ -1,0 +1,11 @@
+import type { Migration } from 'kysely';
+import * as foundation from './20261122080000_foundation';
+import * as shipments from './20261122080100_shipments';
+import * as webhooks from './20261122080200_webhooks';
+
+/** Every migration by its timestamped name; a static list so bundlers and test runners see them. */
+export const migrations: Record<string, Migration> = {
+  '20261122080000_foundation': foundation,
+  '20261122080100_shipments': shipments,
+  '20261122080200_webhooks': webhooks,
+};

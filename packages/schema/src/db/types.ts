@@ -1,0 +1,138 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { Estado, ShipmentEvent, ShipmentEventData, EventName } from '../events';
+
+/** A timestamptz with a default: optional on insert. */
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+type Json<T> = ColumnType<T, string, string>;
+
+export type Modo = 'live' | 'test';
+export type PlanPersonalizado = 'PENDIENTE' | 'APROBADA' | 'RECHAZADA';
+export type DeliveryState = 'pendiente' | 'exitosa' | 'fallida';
+
+export interface EmpresasTable {
+  id: Generated<string>;
+  nombre: string;
+  verificada: Generated<boolean>;
+  sucursales_habilitadas: Generated<boolean>;
+  limite_diario: Generated<number>;
+  plan_activo: Generated<boolean>;
+  creditos: Generated<number>;
+  plan_personalizado: PlanPersonalizado | null;
+  /** Live shipments created on `guias_hoy_dia` (a Guatemala calendar day). */
+  guias_hoy: Generated<number>;
+  guias_hoy_dia: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SucursalesTable {
+  id: Generated<string>;
+  empresa_id: string;
+  nombre: string;
+  created_at: Timestamp;
+}
+
+export interface TokensTable {
+  id: Generated<string>;
+  empresa_id: string;
+  sucursal_id: string | null;
+  modo: Modo;
+  /** Hex SHA-256 of the bearer value; the value itself is never stored. */
+  hash: string;
+  created_at: Timestamp;
+}
+
+export interface GuiasTable {
+  id: Generated<string>; // bigint identity, as text: the list cursor
+  numero_guia: string;
+  empresa_id: string;
+  sucursal_id: string | null;
+  modo: Modo;
+  estado: Estado;
+  destinatario: Json<Record<string, unknown>>;
+  paquete: Json<Record<string, unknown>>;
+  referencia: string | null;
+  extra: Json<Record<string, unknown>> | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface GuiaHistorialTable {
+  id: Generated<string>;
+  guia_id: string;
+  estado: Estado;
+  evento: ShipmentEvent;
+  motivo: string | null;
+  fecha_entrega: string | null;
+  fecha: Timestamp;
+}
+
+export interface OutboxTable {
+  id: string;
+  empresa_id: string;
+  sucursal_id: string | null;
+  evento: ShipmentEvent;
+  data: Json<ShipmentEventData>;
+  request_id: string | null;
+  created_at: Timestamp;
+  /** Set once the relay has added the event to the queue. */
+  enviado_en: NullableTimestamp;
+}
+
+export interface WebhooksTable {
+  id: Generated<string>;
+  empresa_id: string;
+  sucursal_id: string | null;
+  url: string;
+  /** Needed in clear to sign deliveries; never returned after creation, never logged. */
+  secret: string;
+  eventos: ColumnType<string[], string[], string[]>;
+  descripcion: string | null;
+  activo: Generated<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface EntregasTable {
+  id: string;
+  webhook_id: string;
+  evento_id: string | null;
+  evento: EventName;
+  estado: Generated<DeliveryState>;
+  exitoso: Generated<boolean>;
+  status_code: Generated<number>;
+  intentos: Generated<number>;
+  ultimo_intento_en: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export interface IdempotenciaTable {
+  scope: string;
+  clave: string;
+  request_hash: string;
+  status_code: number | null;
+  response: Json<unknown> | null;
+  created_at: Timestamp;
+}
+
+export interface Database {
+  empresas: EmpresasTable;
+  sucursales: SucursalesTable;
+  tokens: TokensTable;
+  guias: GuiasTable;
+  guia_historial: GuiaHistorialTable;
+  outbox: OutboxTable;
+  webhooks: WebhooksTable;
+  entregas: EntregasTable;
+  idempotencia: IdempotenciaTable;
+}
+
+export type Empresa = Selectable<EmpresasTable>;
+export type NewEmpresa = Insertable<EmpresasTable>;
+export type EmpresaUpdate = Updateable<EmpresasTable>;
+export type Sucursal = Selectable<SucursalesTable>;
+export type Guia = Selectable<GuiasTable>;
+export type Webhook = Selectable<WebhooksTable>;
+export type Entrega = Selectable<EntregasTable>;
+export type OutboxRow = Selectable<OutboxTable>;

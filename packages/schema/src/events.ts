@@ -1,0 +1,48 @@
+/** Shipment events, as named by the integrators' contract. PING is sent only by the test operation. */
+export const SHIPMENT_EVENTS = [
+  'GUIA_CREADA',
+  'GUIA_RECOLECTADA',
+  'GUIA_EN_BODEGA',
+  'GUIA_EN_RUTA',
+  'GUIA_ENTREGADA',
+  'GUIA_DEVOLUCION',
+  'GUIA_ANULADA',
+  'GUIA_ACTUALIZADA',
+  'GUIA_INTENTO_FALLIDO',
+] as const;
+
+export type ShipmentEvent = (typeof SHIPMENT_EVENTS)[number];
+export type EventName = ShipmentEvent | 'PING';
+
+export const ESTADOS = [
+  'CREADA',
+  'RECOLECTADA',
+  'EN_BODEGA',
+  'EN_RUTA',
+  'ENTREGADO',
+  'INTENTO_FALLIDO',
+  'DEVOLUCION',
+  'ANULADA',
+] as const;
+
+export type Estado = (typeof ESTADOS)[number];
+
+/** `data` of a shipment event, per the contract's Events table. */
+export interface ShipmentEventData {
+  numeroGuia: string;
+  estado: Estado;
+  fechaEntrega?: string;
+  motivo?: string;
+}
+
+/** The body a receiver gets: `webhookId` is the delivery id, the same on every attempt. */
+export interface DeliveryPayload {
+  event: EventName;
+  timestamp: string;
+  webhookId: string;
+  data: ShipmentEventData | Record<string, never>;
+}
+
+export function isShipmentEvent(value: unknown): value is ShipmentEvent {
+  return typeof value === 'string' && (SHIPMENT_EVENTS as readonly string[]).includes(value);
+}

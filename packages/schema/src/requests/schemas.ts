@@ -1,0 +1,154 @@
+import { SHIPMENT_EVENTS, type ShipmentEvent } from '../events';
+import type { PlanPersonalizado } from '../db/types';
+import { compile } from './validator';
+
+const text = (max: number) => ({ type: 'string', minLength: 1, maxLength: max }) as const;
+
+// ---- internal: the portal's actions -------------------------------------------------------------
+
+export interface EmpresaFields {
+  nombre: string;
+  verificada?: boolean;
+  sucursalesHabilitadas?: boolean;
+  limiteDiario?: number;
+  planActivo?: boolean;
+  creditos?: number;
+  planPersonalizado?: PlanPersonalizado | null;
+}
+
+const empresaProperties = {
+  nombre: text(200),
+  verificada: { type: 'boolean' },
+  sucursalesHabilitadas: { type: 'boolean' },
+  limiteDiario: { type: 'integer', minimum: 0, maximum: 1_000_000 },
+  planActivo: { type: 'boolean' },
+  creditos: { type: 'integer', minimum: 0, maximum: 2_000_000_000 },
+  planPersonalizado: { type: ['string', 'null'], enum: ['PENDIENTE', 'APROBADA', 'RECHAZADA', null] },
+};
+
+export const validateEmpresaCreate = compile<EmpresaFields>({
+  type: 'object',
+  properties: empresaProperties,
+  required: ['nombre'],
+  additionalProperties: false,
+});
+
+export const validateEmpresaPatch = compile<Partial<EmpresaFields>>({
+  type: 'object',
+  properties: empresaProperties,
+  minProperties: 1,
+  additionalProperties: false,
+});
+
+export const validateCreditos = compile<{ cantidad: number }>({
+  type: 'object',
+  properties: { cantidad: { type: 'integer', minimum: 1, maximum: 1_000_000_000 } },
+  required: ['cantidad'],
+  additionalProperties: false,
+});
+
+export const validateSucursalCreate = compile<{ nombre: string }>({
+  type: 'object',
+  properties: { nombre: text(200) },
+  required: ['nombre'],
+  additionalProperties: false,
+});
+
+// ---- webhooks -----------------------------------------------------------------------------------
+
+export interface WebhookCreate {
+  url: string;
+  eventos?: ShipmentEvent[];
+  descripcion?: string | null;
+}
+
+export type WebhookPatch = Partial<WebhookCreate>;
+
+const webhookProperties = {
+  url: { type: 'string', minLength: 1, maxLength: 2048 },
+  eventos: { type: 'array', items: { type: 'string', enum: [...SHIPMENT_EVENTS] }, maxItems: 50, uniqueItems: true },
+  descripcion: { type: ['string', 'null'], maxLength: 200 },
+};
+
+export const validateWebhookCreate = compile<WebhookCreate>({
+  type: 'object',
+  properties: webhookProperties,
+  required: ['url'],
+  additionalProperties: false,
+});
+
+export const validateWebhookPatch = compile<WebhookPatch>({
+  type: 'object',
+  properties: webhookProperties,
+  minProperties: 1,
+  additionalProperties: false,
+});
+
+// ---- shipments ----------------------------------------------------------------------------------
+
+export interface GuiaCreate {
+  destinatario: { nombre: string; telefono: string; direccion: string; ciudad?: string; email?: string };
+  paquete: { peso: number; largo?: number; ancho?: number; alto?: number; descripcion?: string };
+  referencia?: string;
+  observaciones?: string;
+}
+
+const positive = { type: 'number', exclusiveMinimum: 0, maximum: 100_000 } as const;
+
+export const guiaSchema = {
+  type: 'object',
+  properties: {
+    destinatario: {
+      type: 'object',
+      properties: {
+        nombre: text(200),
+        telefono: text(50),
+        direccion: text(500),
+        ciudad: text(200),
+        email: { type: 'string', format: 'email', maxLength: 320 },
+      },
+      required: ['nombre', 'telefono', 'direccion'],
+      additionalProperties: false,
+    },
+    paquete: {
+      type: 'object',
+      properties: { peso: positive, largo: positive, ancho: positive, alto: positive, descripcion: text(500) },
+      required: ['peso'],
+      additionalProperties: false,
+    },
+    referencia: text(100),
+    observaciones: text(1000),
+  },
+  required: ['destinatario', 'paquete'],
+  additionalProperties: false,
+} as const;
+
+export const MAX_BATCH = 100;
+
+export const validateGuiaCreate = compile<GuiaCreate>(guiaSchema);
+
+export const validateGuiaBatch = compile<{ guias: GuiaCreate[] }>({
+  type: 'object',
+  properties: { guias: { type: 'array', minItems: 1, maxItems: MAX_BATCH, items: guiaSchema } },
+  required: ['guias'],
+  additionalProperties: false,
+});
+
+export interface GuiaEventoRequest {
+  evento: Exclude<ShipmentEvent, 'GUIA_CREADA'>;
+  motivo?: string;
+  fechaEntrega?: string;
+}
+
+export const validateGuiaEvento = compile<GuiaEventoRequest>({
+  type: 'object',
+  properties: {
+    evento: { type: 'string', enum: SHIPMENT_EVENTS.filter((e) => e !== 'GUIA_CREADA') },
+    motivo: text(500),
+    fechaEntrega: { type: 'string', format: 'date-time' },
+  },
+  required: ['evento'],
+  additionalProperties: false,
+  if: { properties: { evento: { const: 'GUIA_DEVOLUCION' } } },
+  then: { required: ['motivo'] },
+});

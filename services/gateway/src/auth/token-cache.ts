@@ -1,0 +1,111 @@
+import type { Redis } from 'ioredis';
+import type { Principal } from './principal';
+
+export interface TokenCacheOptions {
+  /** Lifetime of an entry (the contract's 60 s). */
+  ttlMs?: number;
+  /** Bound on memory: the oldest entries go first. */
+  maxEntries?: number;
+  now?: () => number;
+}
+
+/** How long a revoked hash stays marked in Redis: longer than any instance may cache it. */
+export const REVOKED_TTL_SECONDS = 120;
+
+interface Entry {
+  value: Principal | null; // null: known to be invalid
+  expiresAt: number;
+}
+
+/**
+ * Token-hash → principal, per gateway instance, for 60 s. Rotation reaches every instance twice:
+ * a pub/sub message drops the entry, and a short-lived `revoked` key in Redis is checked by the
+ * rate-limit script on every request, so even an instance whose message is still in flight
+ * refuses the old token on the very next request.
+ */
+export class TokenCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+  /** Bumped on every invalidation: a lookup that started before one does not cache its result. */
+  private epoch = 0;
+  readonly channel: string;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly subscriber: Redis,
+    private readonly prefix: string,
+    options: TokenCacheOptions = {},
+  ) {
+    this.ttlMs = options.ttlMs ?? 60_000;
+    this.maxEntries = options.maxEntries ?? 100_000;
+    this.now = options.now ?? Date.now;
+    this.channel = `${prefix}:auth:invalidate`;
+  }
+
+  async start(): Promise<void> {
+    this.subscriber.on('message', (channel: string, message: string) => {
+      if (channel !== this.channel) return;
+      this.onInvalidate(message);
+    });
+    await this.subscriber.subscribe(this.channel);
+  }
+
+  async stop(): Promise<void> {
+    await this.subscriber.unsubscribe(this.channel);
+  }
+
+  revokedKey(hash: string): string {
+    return `${this.prefix}:auth:revoked:${hash}`;
+  }
+
+  currentEpoch(): number {
+    return this.epoch;
+  }
+
+  /** undefined: not cached; null: cached as invalid. */
+  get(hash: string): Principal | null | undefined {
+    const entry = this.entries.get(hash);
+    if (!entry) return undefined;
+    if (entry.expiresAt <= this.now()) {
+      this.entries.delete(hash);
+      return undefined;
+    }
+    return entry.value;
+  }
+
+  set(hash: string, value: Principal | null, epochAtLookup: number): void {
+    if (epochAtLookup !== this.epoch) return;
+    if (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next();
+      if (!oldest.done) this.entries.delete(oldest.value);
+    }
+    this.entries.set(hash, { value, expiresAt: this.now() + this.ttlMs });
+  }
+
+  delete(hash: string): void {
+    this.entries.delete(hash);
+    this.epoch++;
+  }
+
+  /** Called after the change is committed: marks the hashes revoked and tells every instance. */
+  async invalidate(hashes: string[], opts: { revoke: boolean }): Promise<void> {
+    if (hashes.length === 0) return;
+    const multi = this.redis.multi();
+    if (opts.revoke) for (const h of hashes) multi.set(this.revokedKey(h), '1', 'EX', REVOKED_TTL_SECONDS);
+    multi.publish(this.channel, JSON.stringify(hashes));
+    await multi.exec();
+    this.onInvalidate(JSON.stringify(hashes));
+  }
+
+  private onInvalidate(message: string): void {
+    this.epoch++;
+    try {
+      const hashes: unknown = JSON.parse(message);
+      if (Array.isArray(hashes)) for (const h of hashes) if (typeof h === 'string') this.entries.delete(h);
+    } catch {
+      this.entries.clear();
+    }
+  }
+}

@@ -1,0 +1,56 @@
+import type { Db, Modo } from '@svc/schema';
+import type { Principal } from './principal';
+
+/** Looks a token hash up among the stored hashes of companies and branches. */
+export async function findPrincipalByHash(db: Db, hash: string): Promise<Principal | undefined> {
+  const row = await db
+    .selectFrom('tokens as t')
+    .innerJoin('empresas as e', 'e.id', 't.empresa_id')
+    .leftJoin('sucursales as s', 's.id', 't.sucursal_id')
+    .select([
+      't.id as tokenId',
+      't.modo',
+      'e.id as empresaId',
+      'e.nombre as empresaNombre',
+      'e.sucursales_habilitadas',
+      's.id as sucursalId',
+      's.nombre as sucursalNombre',
+    ])
+    .where('t.hash', '=', hash)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  return {
+    tokenId: row.tokenId,
+    tokenHash: hash,
+    modo: row.modo,
+    empresa: { id: row.empresaId, nombre: row.empresaNombre, sucursalesHabilitadas: row.sucursales_habilitadas },
+    sucursal: row.sucursalId && row.sucursalNombre !== null ? { id: row.sucursalId, nombre: row.sucursalNombre } : null,
+  };
+}
+
+/** Replaces the owner's pair in the caller's transaction; returns the hashes that stop working. */
+export async function replaceTokens(
+  db: Db,
+  owner: { empresaId: string; sucursalId: string | null },
+  hashes: Record<Modo, string> | null,
+): Promise<string[]> {
+  let del = db.deleteFrom('tokens').where('empresa_id', '=', owner.empresaId);
+  del = owner.sucursalId ? del.where('sucursal_id', '=', owner.sucursalId) : del.where('sucursal_id', 'is', null);
+  const old = await del.returning('hash').execute();
+  if (hashes) {
+    await db
+      .insertInto('tokens')
+      .values([
+        { empresa_id: owner.empresaId, sucursal_id: owner.sucursalId, modo: 'live', hash: hashes.live },
+        { empresa_id: owner.empresaId, sucursal_id: owner.sucursalId, modo: 'test', hash: hashes.test },
+      ])
+      .execute();
+  }
+  return old.map((r) => r.hash);
+}
+
+/** Every token hash of a company and its branches (to drop them from caches when it changes). */
+export async function hashesOfEmpresa(db: Db, empresaId: string): Promise<string[]> {
+  const rows = await db.selectFrom('tokens').select('hash').where('empresa_id', '=', empresaId).execute();
+  return rows.map((r) => r.hash);
+}

@@ -1,0 +1,20 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Modo } from '@svc/schema';
+
+export const TOKEN_PREFIX: Record<Modo, string> = { live: 'svc_live_', test: 'svc_test_' };
+
+/** `svc_live_` / `svc_test_` + 32 random bytes in base64url (43 characters). */
+export function generateToken(modo: Modo): string {
+  return TOKEN_PREFIX[modo] + randomBytes(32).toString('base64url');
+}
+
+export function hashToken(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('hex');
+}
+
+/** Constant-time comparison of two secrets of any length (hashing first equalises the lengths). */
+export function safeEqual(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb) && a.length === b.length;
+}

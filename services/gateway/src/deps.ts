@@ -1,0 +1,27 @@
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from '@svc/observability';
+import type { Clock, Db, ShipmentEventJob } from '@svc/schema';
+import type { WebhookSender } from '@svc/webhook-sender';
+import type { GatewayConfig } from './config';
+import type { TokenCache } from './auth/token-cache';
+import type { RateLimiter } from './rate-limit/rate-limiter';
+import type { GatewayMetrics } from './observability/gateway-metrics';
+import type { OutboxRelay } from './outbox/outbox.relay';
+
+/** What the app is built from: made once by main.ts, or by a test, and passed down as arguments. */
+export interface GatewayDeps {
+  config: GatewayConfig;
+  db: Db;
+  /** Commands (rate limit, revocations, publish); fails fast when Redis is down. */
+  redis: Redis;
+  tokenCache: TokenCache;
+  rateLimiter: RateLimiter;
+  eventsQueue: Queue<ShipmentEventJob>;
+  outboxRelay: OutboxRelay;
+  /** The same sending code as the dispatcher, for the synchronous PING. */
+  sender: WebhookSender;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  clock: Clock;
+}

@@ -1,0 +1,22 @@
+import type { Router } from 'express';
+import type { GatewayDeps } from '../deps';
+import { route } from '../http/route-table';
+
+/** `GET /api/v1/empresa`: who the token belongs to, and in which mode it works. */
+export function mountEmpresaRoutes(router: Router, _deps: GatewayDeps): void {
+  route(router, '/empresa', {
+    get: (req, res) => {
+      const p = req.principal!;
+      res.json({
+        success: true,
+        data: {
+          id: p.empresa.id,
+          nombre: p.empresa.nombre,
+          sucursalesHabilitadas: p.empresa.sucursalesHabilitadas,
+          sucursal: p.sucursal,
+          modo: p.modo,
+        },
+      });
+    },
+  });
+}

@@ -1,0 +1,141 @@
+import type { Queue } from 'bullmq';
+import type { Logger } from '@svc/observability';
+import { JOBS, type Db, type ShipmentEventJob } from '@svc/schema';
+import type { GatewayMetrics } from '../observability/gateway-metrics';
+import { lockUnsent, markSent, pendingStats, type PendingJob } from './outbox.repository';
+
+export interface OutboxRelay {
+  /** Starts the periodic sweep of committed-but-unsent rows. */
+  start(): void;
+  /** Hands events to the relay right after their transaction committed. */
+  notify(jobs: PendingJob[]): void;
+  /** Resolves when everything notified so far has been tried once (tests, shutdown). */
+  drain(): Promise<void>;
+  stats(): Promise<{ pending: number; oldestAgeSeconds: number }>;
+  /** One sweep pass now; returns how many events it added. */
+  sweepNow(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export interface OutboxRelayOptions {
+  db: Db;
+  queue: Pick<Queue<ShipmentEventJob>, 'addBulk'>;
+  logger: Logger;
+  metrics: Pick<GatewayMetrics, 'outboxRelayed'>;
+  /** How often the sweep looks for unsent rows. Default 2000 ms. */
+  sweepIntervalMs?: number;
+  /** A row younger than this belongs to the fast path, not the sweep. Default 1000 ms. */
+  sweepMinAgeMs?: number;
+  /** Largest batch per queue call. Default 500. */
+  batchSize?: number;
+}
+
+const addJobs = (queue: OutboxRelayOptions['queue'], jobs: ShipmentEventJob[]) =>
+  queue.addBulk(
+    jobs.map((data) => ({
+      name: JOBS.shipmentEvent.name,
+      data,
+      // Job id = event id: a second add of the same event (relay and sweep racing) is a no-op.
+      opts: { ...JOBS.shipmentEvent.options, jobId: data.eventId },
+    })),
+  );
+
+/**
+ * Moves committed outbox rows to the queue. The fast path batches what commits notify (one
+ * addBulk and one UPDATE per batch); the sweep re-adds anything committed but not marked sent
+ * (a crash between commit and add, Redis briefly away). An event committed is never lost.
+ */
+export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
+  const { db, queue, logger, metrics } = options;
+  const sweepIntervalMs = options.sweepIntervalMs ?? 2000;
+  const sweepMinAgeMs = options.sweepMinAgeMs ?? 1000;
+  const batchSize = options.batchSize ?? 500;
+
+  let buffer: ShipmentEventJob[] = [];
+  let flushing: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let sweeping: Promise<void> | undefined;
+  let stopped = false;
+
+  async function flush(): Promise<void> {
+    while (buffer.length) {
+      const batch = buffer.slice(0, batchSize);
+      buffer = buffer.slice(batchSize);
+      try {
+        await addJobs(queue, batch);
+        await markSent(
+          db,
+          batch.map((j) => j.eventId),
+        );
+        metrics.outboxRelayed.inc({ path: 'relay' }, batch.length);
+      } catch (err) {
+        // Left unsent in Postgres: the sweep will add them.
+        logger.warn({ err: (err as Error).message, events: batch.length }, 'outbox relay failed; the sweep will retry');
+      }
+    }
+  }
+
+  function scheduleFlush(): void {
+    if (flushing) return;
+    flushing = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(flush)
+      .finally(() => {
+        flushing = undefined;
+        if (buffer.length) scheduleFlush();
+      });
+  }
+
+  async function sweepOnce(): Promise<number> {
+    return db.transaction().execute(async (trx) => {
+      const jobs = await lockUnsent(trx, sweepMinAgeMs, batchSize);
+      if (jobs.length === 0) return 0;
+      await addJobs(queue, jobs);
+      await markSent(
+        trx,
+        jobs.map((j) => j.eventId),
+      );
+      metrics.outboxRelayed.inc({ path: 'sweep' }, jobs.length);
+      return jobs.length;
+    });
+  }
+
+  async function sweep(): Promise<void> {
+    try {
+      while ((await sweepOnce()) === batchSize && !stopped);
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, 'outbox sweep failed; will retry');
+    }
+  }
+
+  return {
+    start() {
+      const tick = (): void => {
+        timer = setTimeout(() => {
+          sweeping = sweep().finally(() => {
+            sweeping = undefined;
+            if (!stopped) tick();
+          });
+        }, sweepIntervalMs);
+        timer.unref();
+      };
+      tick();
+    },
+    notify(jobs) {
+      if (jobs.length === 0) return;
+      const committedAt = new Date().toISOString();
+      for (const j of jobs) buffer.push({ ...j, committedAt });
+      scheduleFlush();
+    },
+    async drain() {
+      while (flushing) await flushing;
+    },
+    stats: () => pendingStats(db),
+    sweepNow: sweepOnce,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      while (flushing) await flushing;
+      if (sweeping) await sweeping;
+    },
+  };
+}

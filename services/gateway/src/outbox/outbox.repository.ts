@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db, ShipmentEvent, ShipmentEventData, ShipmentEventJob } from '@svc/schema';
+
+export interface NewEvent {
+  evento: ShipmentEvent;
+  empresaId: string;
+  sucursalId: string | null;
+  data: ShipmentEventData;
+  requestId: string | null;
+}
+
+export type PendingJob = Omit<ShipmentEventJob, 'committedAt'>;
+
+/** Writes events in the caller's transaction (the one that makes the change); returns their jobs. */
+export async function insertEvents(trx: Db, events: NewEvent[]): Promise<PendingJob[]> {
+  if (events.length === 0) return [];
+  const jobs: PendingJob[] = events.map((e) => ({ eventId: randomUUID(), ...e }));
+  await trx
+    .insertInto('outbox')
+    .values(
+      jobs.map((j) => ({
+        id: j.eventId,
+        empresa_id: j.empresaId,
+        sucursal_id: j.sucursalId,
+        evento: j.evento,
+        data: JSON.stringify(j.data),
+        request_id: j.requestId,
+      })),
+    )
+    .execute();
+  return jobs;
+}
+
+export async function markSent(db: Db, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('outbox')
+    .set({ enviado_en: sql<Date>`now()` })
+    .where('id', '=', sql<string>`any(${sql.val(ids)}::uuid[])`)
+    .where('enviado_en', 'is', null)
+    .execute();
+}
+
+/** Locks a batch of committed-but-unsent events older than `minAgeMs`; other sweepers skip them. */
+export async function lockUnsent(trx: Db, minAgeMs: number, limit: number): Promise<ShipmentEventJob[]> {
+  const rows = await trx
+    .selectFrom('outbox')
+    .selectAll()
+    .where('enviado_en', 'is', null)
+    .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${minAgeMs / 1000})`)
+    .orderBy('created_at')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+  return rows.map((r) => ({
+    eventId: r.id,
+    evento: r.evento,
+    empresaId: r.empresa_id,
+    sucursalId: r.sucursal_id,
+    data: r.data,
+    committedAt: r.created_at.toISOString(),
+    requestId: r.request_id,
+  }));
+}
+
+export async function pendingStats(db: Db): Promise<{ pending: number; oldestAgeSeconds: number }> {
+  const row = await db
+    .selectFrom('outbox')
+    .select([
+      sql<string>`count(*)`.as('pending'),
+      sql<string | null>`extract(epoch from now() - min(created_at))`.as('age'),
+    ])
+    .where('enviado_en', 'is', null)
+    .executeTakeFirstOrThrow();
+  return { pending: Number(row.pending), oldestAgeSeconds: row.age === null ? 0 : Math.max(0, Number(row.age)) };
+}

@@ -1,0 +1,120 @@
+import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
+import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
+import { bearer, createBranch, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
+
+const envelope401 = { success: false, error: { code: 'AUTH_REQUIRED', message: expect.any(String) } };
+
+describe('authentication of /api/v1', () => {
+  let database: TestDatabase;
+  let prefix: string;
+  let a: TestGateway;
+  let b: TestGateway;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    prefix = uniquePrefix('auth');
+    a = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
+    b = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
+  });
+  afterAll(async () => {
+    await a?.stop();
+    await b?.stop();
+    await dropPrefix(prefix);
+    await database?.drop();
+  });
+
+  it.each([
+    ['no header', undefined],
+    ['another scheme', 'Basic dXNlcjpwYXNz'],
+    ['lower-case scheme', 'bearer svc_live_abc'],
+    ['Bearer with nothing', 'Bearer '],
+    ['a value without a token prefix', 'Bearer not-a-token'],
+    ['an unknown live token', `Bearer svc_live_${'x'.repeat(43)}`],
+    ['an unknown test token', `Bearer svc_test_${'y'.repeat(43)}`],
+  ])('answers 401 AUTH_REQUIRED for %s', async (_name, header) => {
+    const req = a.http.get('/api/v1/empresa');
+    const res = header === undefined ? await req : await req.set('Authorization', header);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual(envelope401);
+    expect(res.headers['content-type']).toMatch(/application\/json/);
+    expect(res.headers['x-ratelimit-limit']).toBe('100');
+  });
+
+  it('answers a live and a test token with the company and its mode', async () => {
+    const c = await createCompany(a, { nombre: 'Transportes Quetzal' });
+    expect(c.live).toMatch(/^svc_live_[A-Za-z0-9_-]{43,}$/);
+    expect(c.test).toMatch(/^svc_test_[A-Za-z0-9_-]{43,}$/);
+
+    const live = await a.http.get('/api/v1/empresa').set('Authorization', bearer(c.live));
+    expect(live.status).toBe(200);
+    expect(live.body).toEqual({
+      success: true,
+      data: { id: c.id, nombre: 'Transportes Quetzal', sucursalesHabilitadas: false, sucursal: null, modo: 'live' },
+    });
+    const test = await a.http.get('/api/v1/empresa').set('Authorization', bearer(c.test));
+    expect(test.status).toBe(200);
+    expect(test.body.data.modo).toBe('test');
+  });
+
+  it('answers a branch token with the branch and its company', async () => {
+    const c = await createCompany(a, { sucursalesHabilitadas: true });
+    const s = await createBranch(a, c.id, 'Zona 10');
+    const res = await a.http.get('/api/v1/empresa').set('Authorization', bearer(s.live));
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ id: c.id, sucursal: { id: s.id, nombre: 'Zona 10' }, modo: 'live' });
+  });
+
+  it('stops a regenerated token at once on every instance, cache or not', async () => {
+    const c = await createCompany(a);
+    // Both instances have the old pair cached.
+    for (const gw of [a, b]) {
+      for (const t of [c.live, c.test]) {
+        expect((await gw.http.get('/api/v1/empresa').set('Authorization', bearer(t))).status).toBe(200);
+      }
+    }
+    const rotated = await a.admin('post', `/empresas/${c.id}/tokens`);
+    expect(rotated.status).toBe(201);
+    const fresh = rotated.body.data as { live: string; test: string };
+    expect(fresh.live).not.toBe(c.live);
+
+    // The very next request on the other instance, without waiting for anything.
+    for (const gw of [b, a]) {
+      for (const t of [c.live, c.test]) {
+        const res = await gw.http.get('/api/v1/empresa').set('Authorization', bearer(t));
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual(envelope401);
+      }
+      expect((await gw.http.get('/api/v1/empresa').set('Authorization', bearer(fresh.live))).status).toBe(200);
+    }
+  });
+
+  it('stops a deleted pair at once on every instance', async () => {
+    const c = await createCompany(a);
+    expect((await b.http.get('/api/v1/empresa').set('Authorization', bearer(c.live))).status).toBe(200);
+    expect((await a.admin('delete', `/empresas/${c.id}/tokens`)).status).toBe(200);
+    expect((await b.http.get('/api/v1/empresa').set('Authorization', bearer(c.live))).status).toBe(401);
+    expect((await a.http.get('/api/v1/empresa').set('Authorization', bearer(c.test))).status).toBe(401);
+  });
+
+  it('stops a rotated branch token on every instance, leaving the company pair alone', async () => {
+    const c = await createCompany(a, { sucursalesHabilitadas: true });
+    const s = await createBranch(a, c.id);
+    expect((await b.http.get('/api/v1/empresa').set('Authorization', bearer(s.live))).status).toBe(200);
+    expect((await a.admin('post', `/empresas/${c.id}/sucursales/${s.id}/tokens`)).status).toBe(201);
+    expect((await b.http.get('/api/v1/empresa').set('Authorization', bearer(s.live))).status).toBe(401);
+    expect((await b.http.get('/api/v1/empresa').set('Authorization', bearer(c.live))).status).toBe(200);
+  });
+
+  it('never writes a token or the admin token to the logs', async () => {
+    const c = await createCompany(a);
+    await a.http.get('/api/v1/empresa').set('Authorization', bearer(c.live));
+    await a.http.get('/api/v1/empresa').set('Authorization', bearer(`${c.live}x`));
+    await a.admin('post', `/empresas/${c.id}/tokens`);
+    const text = a.logs.text() + b.logs.text();
+    expect(a.logs.lines.length).toBeGreaterThan(3);
+    expect(text).not.toContain(c.live);
+    expect(text).not.toContain(c.test);
+    expect(text).not.toContain('test-admin-token');
+    expect(text).not.toMatch(/svc_(live|test)_[A-Za-z0-9_-]{20,}/);
+  });
+});
