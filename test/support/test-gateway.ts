@@ -3,7 +3,7 @@ import type TestAgent from 'supertest/lib/agent';
 import { systemClock, type Clock } from '@svc/schema';
 import type { Logger } from '@svc/observability';
 import { loadGatewayConfig, type GatewayConfig } from '../../services/gateway/src/config';
-import { startGateway, type RunningGateway } from '../../services/gateway/src/gateway';
+import { startGateway, type GatewayOptions, type RunningGateway } from '../../services/gateway/src/gateway';
 import { TEST_REDIS_URL } from './env';
 import { captureLogs } from './log-capture';
 
@@ -22,6 +22,7 @@ export async function startTestGateway(opts: {
   env?: Record<string, string>;
   clock?: Clock;
   logger?: Logger;
+  wrapRelayQueue?: GatewayOptions['wrapRelayQueue'];
 }): Promise<TestGateway> {
   const config: GatewayConfig = loadGatewayConfig({
     DATABASE_URL: opts.databaseUrl,
@@ -34,7 +35,11 @@ export async function startTestGateway(opts: {
     ...opts.env,
   });
   const capture = captureLogs('gateway');
-  const gw = await startGateway(config, { clock: opts.clock ?? systemClock, logger: opts.logger ?? capture.logger });
+  const gw = await startGateway(config, {
+    clock: opts.clock ?? systemClock,
+    logger: opts.logger ?? capture.logger,
+    wrapRelayQueue: opts.wrapRelayQueue,
+  });
   const http = request(`http://127.0.0.1:${gw.port}`);
   return {
     ...gw,

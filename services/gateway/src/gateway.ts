@@ -11,12 +11,14 @@ import type { GatewayDeps } from './deps';
 import { TokenCache } from './auth/token-cache';
 import { RateLimiter } from './rate-limit/rate-limiter';
 import { createGatewayMetrics } from './observability/gateway-metrics';
-import { createOutboxRelay } from './outbox/outbox.relay';
+import { createOutboxRelay, type OutboxRelayOptions } from './outbox/outbox.relay';
 import { pendingStats } from './outbox/outbox.repository';
 
 export interface GatewayOptions {
   clock?: Clock;
   logger?: Logger;
+  /** Tests: wraps the queue the outbox relay adds to (e.g. to make one add fail). */
+  wrapRelayQueue?: (queue: OutboxRelayOptions['queue']) => OutboxRelayOptions['queue'];
 }
 
 export interface RunningGateway {
@@ -96,7 +98,12 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     undo.push(['token cache', () => tokenCache.stop()]);
 
     const metrics = createGatewayMetrics(() => pendingStats(db));
-    const outboxRelay = createOutboxRelay({ db, queue: eventsQueue, logger, metrics });
+    const outboxRelay = createOutboxRelay({
+      db,
+      queue: options.wrapRelayQueue ? options.wrapRelayQueue(eventsQueue) : eventsQueue,
+      logger,
+      metrics,
+    });
     outboxRelay.start();
     undo.push(['outbox relay', () => outboxRelay.stop()]);
 
