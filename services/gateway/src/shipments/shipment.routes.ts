@@ -1,6 +1,58 @@
-// PLACEHOLDER: filled in by the shipments work.
-import type { Router } from 'express';
+import type { Request, Response, Router } from 'express';
+import { validateGuiaBatch, validateGuiaCreate, validateGuiaEvento } from '@svc/schema';
 import type { GatewayDeps } from '../deps';
+import { route } from '../http/route-table';
+import { idempotencyRequest } from '../idempotency/idempotency';
+import { createGuias, listPage, scopeOf, tracking, transitionGuia, type CreateAnswer } from './shipment.service';
 
-export function mountShipmentRoutes(_router: Router, _deps: GatewayDeps): void {}
-export function mountShipmentInternalRoutes(_router: Router, _deps: GatewayDeps): void {}
+function principalOf(req: Request) {
+  return req.principal!;
+}
+
+function send(res: Response, answer: CreateAnswer): void {
+  if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  res.status(answer.status).json(answer.body);
+}
+
+/** The shipment operations of `/api/v1` (operations.md, "Shipments"). */
+export function mountShipmentRoutes(router: Router, deps: GatewayDeps): void {
+  route(router, '/guias', {
+    post: async (req, res) => {
+      const principal = principalOf(req);
+      const idempotency = idempotencyRequest(req.headers['idempotency-key'], principal.tokenId, 'POST /guias', req.body);
+      const item = validateGuiaCreate(req.body);
+      send(res, await createGuias(deps, { principal, requestId: req.requestId, idempotency }, [item], 'single'));
+    },
+    get: async (req, res) => {
+      const data = await listPage(deps, scopeOf(principalOf(req)), req.query as Record<string, unknown>);
+      res.json({ success: true, data });
+    },
+  });
+
+  route(router, '/guias/batch', {
+    post: async (req, res) => {
+      const principal = principalOf(req);
+      const idempotency = idempotencyRequest(req.headers['idempotency-key'], principal.tokenId, 'POST /guias/batch', req.body);
+      const { guias } = validateGuiaBatch(req.body);
+      send(res, await createGuias(deps, { principal, requestId: req.requestId, idempotency }, guias, 'batch'));
+    },
+  });
+
+  route(router, '/guias/:numeroGuia/tracking', {
+    get: async (req, res) => {
+      const data = await tracking(deps, scopeOf(principalOf(req)), String(req.params.numeroGuia));
+      res.json({ success: true, data });
+    },
+  });
+}
+
+/** The courier's operations: `POST /internal/v1/guias/{numeroGuia}/eventos` moves a shipment on. */
+export function mountShipmentInternalRoutes(router: Router, deps: GatewayDeps): void {
+  route(router, '/guias/:numeroGuia/eventos', {
+    post: async (req, res) => {
+      const body = validateGuiaEvento(req.body);
+      const data = await transitionGuia(deps, String(req.params.numeroGuia), body, req.requestId);
+      res.json({ success: true, data });
+    },
+  });
+}

@@ -1,0 +1,49 @@
+import { sql } from 'kysely';
+import type { Db } from '@svc/schema';
+
+export interface StoredAnswer {
+  requestHash: string;
+  statusCode: number | null;
+  response: unknown;
+}
+
+/**
+ * Claims the key in the caller's transaction: true when this request owns it (new, or an expired
+ * key taken over). A concurrent claim of the same key waits on the unique index until the owner
+ * commits (then it is not claimed and reads the stored answer) or rolls back (then it claims).
+ */
+export async function claimKey(trx: Db, scope: string, clave: string, requestHash: string): Promise<boolean> {
+  const row = await trx
+    .insertInto('idempotencia')
+    .values({ scope, clave, request_hash: requestHash })
+    .onConflict((oc) =>
+      oc
+        .columns(['scope', 'clave'])
+        .doUpdateSet({ request_hash: requestHash, status_code: null, response: null, created_at: sql<Date>`now()` })
+        .where('idempotencia.created_at', '<', sql<Date>`now() - interval '24 hours'`),
+    )
+    .returning('clave')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The answer stored under a key that could not be claimed (ON CONFLICT locked the row for us). */
+export async function findAnswer(trx: Db, scope: string, clave: string): Promise<StoredAnswer | undefined> {
+  const row = await trx
+    .selectFrom('idempotencia')
+    .select(['request_hash', 'status_code', 'response'])
+    .where('scope', '=', scope)
+    .where('clave', '=', clave)
+    .executeTakeFirst();
+  return row && { requestHash: row.request_hash, statusCode: row.status_code, response: row.response };
+}
+
+/** Stores the answer in the transaction that made it, so it exists exactly when the change does. */
+export async function storeAnswer(trx: Db, scope: string, clave: string, statusCode: number, response: unknown): Promise<void> {
+  await trx
+    .updateTable('idempotencia')
+    .set({ status_code: statusCode, response: JSON.stringify(response) })
+    .where('scope', '=', scope)
+    .where('clave', '=', clave)
+    .execute();
+}

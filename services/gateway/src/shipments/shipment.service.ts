@@ -1,0 +1,308 @@
+import {
+  AppError,
+  guatemalaDay,
+  type Estado,
+  type GuiaCreate,
+  type GuiaEventoRequest,
+  type Modo,
+  type ShipmentEventData,
+  type SuccessEnvelope,
+} from '@svc/schema';
+import type { GatewayDeps } from '../deps';
+import type { Principal } from '../auth/principal';
+import { insertEvents, type PendingJob } from '../outbox/outbox.repository';
+import type { IdempotencyRequest } from '../idempotency/idempotency';
+import { claimKey, findAnswer, storeAnswer } from '../idempotency/idempotency.repository';
+import { generateNumeroGuia } from './numero-guia';
+import { nextEstado } from './shipment-state';
+import {
+  chargeEmpresa,
+  findGuia,
+  insertGuias,
+  isNumeroGuiaTaken,
+  listGuias,
+  listHistory,
+  lockGuia,
+  readAllowance,
+  recordTransition,
+  type GuiaScope,
+} from './shipment.repository';
+
+type Deps = Pick<GatewayDeps, 'db' | 'clock' | 'metrics' | 'outboxRelay'>;
+
+/** A shipment as the API shows it (creation, listing). */
+export interface GuiaView {
+  numeroGuia: string;
+  estado: Estado;
+  sucursalId: string | null;
+  createdAt: string;
+  destinatario: Record<string, unknown>;
+  paquete: Record<string, unknown>;
+  referencia: string | null;
+  observaciones?: string;
+}
+
+function view(g: {
+  numeroGuia: string;
+  estado: Estado;
+  sucursalId: string | null;
+  createdAt: Date;
+  destinatario: Record<string, unknown>;
+  paquete: Record<string, unknown>;
+  referencia: string | null;
+  extra: Record<string, unknown> | null;
+}): GuiaView {
+  const out: GuiaView = {
+    numeroGuia: g.numeroGuia,
+    estado: g.estado,
+    sucursalId: g.sucursalId,
+    createdAt: g.createdAt.toISOString(),
+    destinatario: g.destinatario,
+    paquete: g.paquete,
+    referencia: g.referencia,
+  };
+  const observaciones = g.extra?.observaciones;
+  if (typeof observaciones === 'string') out.observaciones = observaciones;
+  return out;
+}
+
+export function scopeOf(p: Principal): GuiaScope {
+  return { empresaId: p.empresa.id, modo: p.modo, sucursalId: p.sucursal?.id ?? null };
+}
+
+export interface CreateAnswer {
+  status: number;
+  body: unknown;
+  /** True when the answer is the stored one of an earlier request with the same key. */
+  replayed: boolean;
+}
+
+/** A rare collision of generated numbers is retried with new ones, the whole transaction again. */
+const MAX_ATTEMPTS = 4;
+
+/**
+ * Creates the shipments, all or none, in one transaction: the idempotency key's claim, the rows,
+ * their GUIA_CREADA events (live only) and, last, the charge of the daily allowance and the
+ * credits, whose row lock is thus held only from the charge to the commit.
+ */
+export async function createGuias(
+  deps: Deps,
+  ctx: { principal: Principal; requestId: string; idempotency: IdempotencyRequest | undefined },
+  items: GuiaCreate[],
+  shape: 'single' | 'batch',
+): Promise<CreateAnswer> {
+  const { db, clock, metrics } = deps;
+  const { principal, idempotency: idem } = ctx;
+  const owner = { empresaId: principal.empresa.id, sucursalId: principal.sucursal?.id ?? null, modo: principal.modo };
+  const live = principal.modo === 'live';
+  const day = guatemalaDay(clock.now());
+
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const outcome = await db.transaction().execute(async (trx) => {
+        if (idem && !(await claimKey(trx, idem.scope, idem.key, idem.requestHash))) {
+          const stored = await findAnswer(trx, idem.scope, idem.key);
+          if (!stored || stored.requestHash !== idem.requestHash || stored.statusCode === null) {
+            throw new AppError('IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was already used with a different body');
+          }
+          return { status: stored.statusCode, body: stored.response, jobs: [] as PendingJob[], replayed: true };
+        }
+
+        const fresh = items.map((item) => ({
+          numeroGuia: generateNumeroGuia(),
+          destinatario: item.destinatario,
+          paquete: item.paquete,
+          referencia: item.referencia ?? null,
+          extra: item.observaciones === undefined ? null : { observaciones: item.observaciones },
+        }));
+        const inserted = await insertGuias(trx, owner, fresh);
+
+        let jobs: PendingJob[] = [];
+        if (live) {
+          jobs = await insertEvents(
+            trx,
+            inserted.map((g) => ({
+              evento: 'GUIA_CREADA' as const,
+              empresaId: owner.empresaId,
+              sucursalId: owner.sucursalId,
+              data: { numeroGuia: g.numeroGuia, estado: 'CREADA' as const },
+              requestId: ctx.requestId,
+            })),
+          );
+          if (!(await chargeEmpresa(trx, owner.empresaId, items.length, day))) {
+            throw await refusal(deps, trx, owner.empresaId, items.length, day);
+          }
+        }
+
+        const views = fresh.map((g, i) =>
+          view({ ...g, estado: 'CREADA', sucursalId: owner.sucursalId, createdAt: inserted[i]!.createdAt }),
+        );
+        const body: SuccessEnvelope<unknown> = { success: true, data: shape === 'single' ? views[0] : { guias: views } };
+        if (idem) await storeAnswer(trx, idem.scope, idem.key, 201, body);
+        return { status: 201, body: body as unknown, jobs, replayed: false };
+      });
+
+      if (!outcome.replayed) {
+        metrics.shipmentsCreated.inc({ modo: owner.modo }, items.length);
+        if (outcome.jobs.length) {
+          deps.outboxRelay.notify(outcome.jobs);
+          metrics.outboxWritten.inc({ evento: 'GUIA_CREADA' }, outcome.jobs.length);
+        }
+      }
+      return { status: outcome.status, body: outcome.body, replayed: outcome.replayed };
+    } catch (err) {
+      if (attempt < MAX_ATTEMPTS && isNumeroGuiaTaken(err)) continue;
+      throw err;
+    }
+  }
+}
+
+/** Says which limit refused a charge: the daily allowance first, then the credits. */
+async function refusal(deps: Deps, trx: Deps['db'], empresaId: string, n: number, day: string): Promise<AppError> {
+  const a = await readAllowance(trx, empresaId, day);
+  if (!a) return new AppError('NOT_FOUND', 'no such company');
+  if (a.usedToday + n > a.limiteDiario) {
+    deps.metrics.quotaRefusals.inc({ reason: 'daily_limit' });
+    const left = Math.max(0, a.limiteDiario - a.usedToday);
+    return new AppError(
+      'DAILY_GUIDE_LIMIT',
+      `daily shipment limit of ${a.limiteDiario} reached: ${left} left today, ${n} requested; it resets at midnight (UTC-6)`,
+    );
+  }
+  deps.metrics.quotaRefusals.inc({ reason: 'credits' });
+  return new AppError(
+    'PAYMENT_REQUIRED',
+    a.planActivo ? `not enough credits: ${a.creditos} available, ${n} required` : 'no active plan: credits are required to create shipments',
+  );
+}
+
+// ---- listing and tracking -------------------------------------------------------------------------
+
+export const DEFAULT_PAGE = 50;
+export const MAX_PAGE = 100;
+
+function single(value: unknown, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new AppError('VALIDATION_ERROR', `${name} must be given once`);
+  return value;
+}
+
+/** `?limit=` 1..100 (default 50) and the opaque `?cursor=` of the previous page. */
+export function parseListQuery(query: Record<string, unknown>): { limit: number; beforeId: string | undefined } {
+  const limitText = single(query.limit, 'limit');
+  let limit = DEFAULT_PAGE;
+  if (limitText !== undefined) {
+    limit = /^[0-9]{1,3}$/.test(limitText) ? Number(limitText) : 0;
+    if (limit < 1 || limit > MAX_PAGE) throw new AppError('VALIDATION_ERROR', `limit must be an integer from 1 to ${MAX_PAGE}`);
+  }
+  const cursor = single(query.cursor, 'cursor');
+  return { limit, beforeId: cursor === undefined ? undefined : decodeCursor(cursor) };
+}
+
+const MAX_BIGINT = 9223372036854775807n;
+
+// The cursor is the last shipment's id, encoded so that callers treat it as opaque.
+export const encodeCursor = (id: string): string => Buffer.from(id, 'utf8').toString('base64url');
+
+function decodeCursor(cursor: string): string {
+  const id = /^[A-Za-z0-9_-]{1,32}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  if (!/^[1-9][0-9]{0,18}$/.test(id) || BigInt(id) > MAX_BIGINT || encodeCursor(id) !== cursor) {
+    throw new AppError('VALIDATION_ERROR', 'cursor is not a cursor returned by this listing');
+  }
+  return id;
+}
+
+export async function listPage(
+  deps: Pick<Deps, 'db'>,
+  scope: GuiaScope,
+  query: Record<string, unknown>,
+): Promise<{ guias: GuiaView[]; nextCursor: string | null }> {
+  const { limit, beforeId } = parseListQuery(query);
+  const rows = await listGuias(deps.db, scope, limit + 1, beforeId);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    guias: page.map((r) =>
+      view({
+        numeroGuia: r.numero_guia,
+        estado: r.estado,
+        sucursalId: r.sucursal_id,
+        createdAt: r.created_at,
+        destinatario: r.destinatario,
+        paquete: r.paquete,
+        referencia: r.referencia,
+        extra: r.extra,
+      }),
+    ),
+    nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null,
+  };
+}
+
+export interface TrackingView {
+  numeroGuia: string;
+  estado: Estado;
+  historial: Array<{ estado: Estado; evento: string; fecha: string; motivo?: string; fechaEntrega?: string }>;
+}
+
+export async function tracking(deps: Pick<Deps, 'db'>, scope: GuiaScope, numeroGuia: string): Promise<TrackingView> {
+  const guia = await findGuia(deps.db, scope, numeroGuia);
+  if (!guia) throw new AppError('NOT_FOUND', 'no such shipment');
+  const history = await listHistory(deps.db, guia.id);
+  return {
+    numeroGuia: guia.numero_guia,
+    estado: guia.estado,
+    historial: history.map((h) => ({
+      estado: h.estado,
+      evento: h.evento,
+      fecha: h.fecha.toISOString(),
+      ...(h.motivo !== null ? { motivo: h.motivo } : {}),
+      ...(h.fechaEntrega !== null ? { fechaEntrega: h.fechaEntrega } : {}),
+    })),
+  };
+}
+
+// ---- transitions ----------------------------------------------------------------------------------
+
+/**
+ * Moves a shipment on (the courier's operations): locks it, checks the state machine, records the
+ * status and history and, for a live shipment, its event in the outbox, all in one transaction.
+ */
+export async function transitionGuia(
+  deps: Deps,
+  numeroGuia: string,
+  req: GuiaEventoRequest,
+  requestId: string,
+): Promise<{ numeroGuia: string; estado: Estado }> {
+  if (req.fechaEntrega !== undefined && req.evento !== 'GUIA_ENTREGADA') {
+    throw new AppError('VALIDATION_ERROR', 'fechaEntrega is accepted only with GUIA_ENTREGADA');
+  }
+  const result = await deps.db.transaction().execute(async (trx) => {
+    const guia = await lockGuia(trx, numeroGuia);
+    if (!guia) throw new AppError('NOT_FOUND', 'no such shipment');
+    const estado = nextEstado(guia.estado, req.evento);
+    if (!estado) {
+      throw new AppError('INVALID_TRANSITION', `${req.evento} is not allowed for a shipment in status ${guia.estado}`);
+    }
+    const fechaEntrega =
+      req.evento === 'GUIA_ENTREGADA' ? new Date(req.fechaEntrega ?? deps.clock.now()).toISOString() : null;
+    await recordTransition(trx, guia.id, { estado, evento: req.evento, motivo: req.motivo ?? null, fechaEntrega });
+
+    const data: ShipmentEventData = { numeroGuia: guia.numero_guia, estado };
+    if (fechaEntrega !== null) data.fechaEntrega = fechaEntrega;
+    if (req.evento === 'GUIA_DEVOLUCION' && req.motivo !== undefined) data.motivo = req.motivo;
+    // Sandbox shipments move like live ones but emit no events.
+    const modo: Modo = guia.modo;
+    const jobs =
+      modo === 'live'
+        ? await insertEvents(trx, [
+            { evento: req.evento, empresaId: guia.empresa_id, sucursalId: guia.sucursal_id, data, requestId },
+          ])
+        : [];
+    return { numeroGuia: guia.numero_guia, estado, jobs };
+  });
+  if (result.jobs.length) {
+    deps.outboxRelay.notify(result.jobs);
+    deps.metrics.outboxWritten.inc({ evento: req.evento });
+  }
+  return { numeroGuia: result.numeroGuia, estado: result.estado };
+}

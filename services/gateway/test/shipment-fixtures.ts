@@ -1,0 +1,52 @@
+import pg from 'pg';
+import type { TestGateway } from '../../../test/support/test-gateway';
+import { bearer } from '../../../test/support/test-gateway';
+
+/** A valid shipment body; `n` makes each one recognisable. */
+export function guia(n = 1, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    destinatario: { nombre: `Cliente ${n}`, telefono: '+502 5555 0000', direccion: `${n} Avenida 5-55, Zona 1` },
+    paquete: { peso: 1.5 },
+    ...extra,
+  };
+}
+
+export function createOne(gw: TestGateway, token: string, body: unknown = guia(), key?: string) {
+  const r = gw.http.post('/api/v1/guias').set('Authorization', bearer(token));
+  return (key === undefined ? r : r.set('Idempotency-Key', key)).send(body as object);
+}
+
+export function createBatch(gw: TestGateway, token: string, guias: unknown[], key?: string) {
+  const r = gw.http.post('/api/v1/guias/batch').set('Authorization', bearer(token));
+  return (key === undefined ? r : r.set('Idempotency-Key', key)).send({ guias });
+}
+
+export function moveOn(gw: TestGateway, numeroGuia: string, body: Record<string, unknown>) {
+  return gw.admin('post', `/guias/${encodeURIComponent(numeroGuia)}/eventos`, body);
+}
+
+/** Direct SQL on the test's database: to read what the API does not show, and to age rows. */
+export function sqlPool(url: string): pg.Pool {
+  return new pg.Pool({ connectionString: url, max: 2 });
+}
+
+export async function count(pool: pg.Pool, query: string, params: unknown[] = []): Promise<number> {
+  const r = await pool.query<{ n: string }>(query, params);
+  return Number(r.rows[0]?.n ?? 0);
+}
+
+export async function empresaRow(pool: pg.Pool, id: string): Promise<{ creditos: number; guias_hoy: number; guias_hoy_dia: string | null }> {
+  const r = await pool.query('select creditos, guias_hoy, guias_hoy_dia::text from empresas where id = $1', [id]);
+  return r.rows[0] as { creditos: number; guias_hoy: number; guias_hoy_dia: string | null };
+}
+
+/** A clock a test moves by hand (e.g. across Guatemala's midnight). */
+export function manualClock(start: Date): { now(): Date; set(at: Date | string): void } {
+  let current = start;
+  return {
+    now: () => new Date(current),
+    set(at) {
+      current = new Date(at);
+    },
+  };
+}
