@@ -1,0 +1,349 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { parse } from 'yaml';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from '@svc/observability';
+import { JOBS } from '@svc/schema';
+import type { AttemptResult } from '@svc/webhook-sender';
+import { createGatewayMetrics } from '../../services/gateway/src/observability/gateway-metrics';
+import type { AuthEvents } from '../../services/gateway/src/auth/auth-events';
+import { catalogFromRegistry, checkExpr, templateLabels, TARGET_LABELS, type MetricInfo } from './promql';
+
+const root = join(__dirname, '../..');
+const read = (path: string): string => readFileSync(join(root, path), 'utf8');
+
+// Closed label values the expressions may match with = or !=. Typed against the code's own unions,
+// so a value added there without being added here fails the typecheck.
+type Exhaustive<All, Listed> = [Exclude<All, Listed>] extends [never] ? true : false;
+const ATTEMPT_RESULTS = ['2xx', '3xx', '4xx', '5xx', 'timeout', 'network', 'blocked'] as const satisfies readonly AttemptResult[];
+const attemptResultsComplete: Exhaustive<AttemptResult, (typeof ATTEMPT_RESULTS)[number]> = true;
+type AuthReason = Parameters<AuthEvents['failure']>[0];
+const AUTH_REASONS = ['missing', 'scheme', 'invalid', 'revoked'] as const satisfies readonly AuthReason[];
+const authReasonsComplete: Exhaustive<AuthReason, (typeof AUTH_REASONS)[number]> = true;
+const QUEUES = [JOBS.shipmentEvent.queue, JOBS.delivery.queue];
+
+interface PrometheusConfig {
+  global?: { scrape_interval?: string };
+  rule_files: string[];
+  scrape_configs: Array<{
+    job_name: string;
+    static_configs?: Array<{ targets: string[] }>;
+    dns_sd_configs?: Array<{ names: string[]; type: string; port: number }>;
+  }>;
+}
+const prometheus = parse(read('infra/prometheus/prometheus.yml')) as PrometheusConfig;
+const jobNames = prometheus.scrape_configs.map((c) => c.job_name);
+
+const KNOWN_VALUES: Record<string, Record<string, readonly string[]>> = {
+  up: { job: jobNames },
+  svc_webhook_deliveries_total: { outcome: ['success', 'failure'] },
+  svc_webhook_attempts_total: { result: ATTEMPT_RESULTS },
+  svc_queue_jobs: { state: ['waiting', 'active', 'delayed', 'failed'], queue: QUEUES },
+  svc_token_cache_lookups_total: { result: ['hit', 'miss'] },
+  svc_shipment_refusals_total: { reason: ['daily_limit', 'credits'] },
+  svc_auth_failures_total: { reason: AUTH_REASONS },
+  svc_outbox_events_relayed_total: { path: ['relay', 'sweep'] },
+};
+
+/**
+ * The dispatcher's metrics as issue 5 names them. Stand-in for createDispatcherMetrics() until the
+ * dispatcher's registry lands; it is built the same way (own registry, default label, default
+ * process metrics with the svc_ prefix) so the checks below read both services alike.
+ */
+function dispatcherRegistry(): Registry {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service: 'dispatcher' });
+  const counter = (name: string, labelNames: string[]) => ({ name, type: 'counter', labelNames });
+  const specs = [
+    counter('svc_webhook_deliveries_total', ['evento', 'outcome']),
+    counter('svc_webhook_attempts_total', ['result']),
+    { name: 'svc_webhook_attempt_duration_seconds', type: 'histogram', labelNames: [] as string[] },
+    { name: 'svc_event_to_delivery_seconds', type: 'histogram', labelNames: [] as string[] },
+    { name: 'svc_queue_jobs', type: 'gauge', labelNames: ['queue', 'state'] },
+  ];
+  collectDefaultMetrics({ register: registry, prefix: 'svc_' });
+  for (const s of specs) {
+    const config = { name: s.name, help: s.name, labelNames: s.labelNames, registers: [registry] };
+    if (s.type === 'counter') new Counter(config);
+    else if (s.type === 'gauge') new Gauge(config);
+    else new Histogram(config);
+  }
+  return registry;
+}
+
+function buildCatalog(): Map<string, MetricInfo> {
+  const gateway = catalogFromRegistry(createGatewayMetrics().registry, ['service']);
+  const dispatcher = catalogFromRegistry(dispatcherRegistry(), ['service']);
+  const catalog = new Map(gateway);
+  for (const [name, info] of dispatcher) {
+    const same = catalog.get(name);
+    // Shared names (the default process metrics) must mean the same thing in both services.
+    if (same && same.type !== info.type) throw new Error(`${name} is a ${same.type} in the gateway and a ${info.type} in the dispatcher`);
+    catalog.set(name, same ? { type: info.type, labels: new Set([...same.labels, ...info.labels]) } : info);
+  }
+  return catalog;
+}
+
+interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+interface RuleFile {
+  groups: Array<{ name: string; rules: Rule[] }>;
+}
+
+interface Target {
+  refId: string;
+  expr: string;
+  legendFormat?: string;
+  datasource?: { type: string; uid: string };
+}
+interface Panel {
+  id: number;
+  type: string;
+  title: string;
+  datasource?: { type: string; uid: string };
+  gridPos: { x: number; y: number; w: number; h: number };
+  targets?: Target[];
+  panels?: Panel[];
+}
+interface Dashboard {
+  uid: string;
+  title: string;
+  schemaVersion: number;
+  panels: Panel[];
+  templating?: { list: unknown[] };
+}
+
+function findPromtool(): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    const candidate = join(dir, 'promtool');
+    if (dir && existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+const promtool = findPromtool();
+const withPromtool = promtool ? it : it.skip;
+
+describe('metric names used by alerts and the dashboard', () => {
+  const catalog = buildCatalog();
+  const rules = (parse(read('infra/prometheus/alerts.yml')) as RuleFile).groups.flatMap((g) => g.rules);
+  const dashboard = JSON.parse(read('infra/grafana/dashboards/svc-overview.json')) as Dashboard;
+  const allPanels = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
+  const targets = allPanels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, ...t })));
+  const check = (expr: string, labels: string[] = []) =>
+    checkExpr(expr, { catalog, values: KNOWN_VALUES, templateLabels: labels });
+
+  it('the catalogue holds both services, with the names issue 5 fixes', () => {
+    expect(attemptResultsComplete && authReasonsComplete).toBe(true);
+    for (const name of [
+      'svc_http_requests_total',
+      'svc_http_request_duration_seconds',
+      'svc_outbox_oldest_pending_age_seconds',
+      'svc_webhook_deliveries_total',
+      'svc_webhook_attempts_total',
+      'svc_webhook_attempt_duration_seconds',
+      'svc_event_to_delivery_seconds',
+      'svc_queue_jobs',
+      'svc_process_resident_memory_bytes',
+      'svc_nodejs_eventloop_lag_p99_seconds',
+    ]) {
+      expect(catalog.has(name)).toBe(true);
+    }
+    expect(catalog.get('svc_http_request_duration_seconds')?.type).toBe('histogram');
+    expect([...catalog.get('svc_webhook_deliveries_total')!.labels]).toEqual(expect.arrayContaining(['evento', 'outcome', 'service', ...TARGET_LABELS]));
+  });
+
+  it('the checker catches what it is there to catch', () => {
+    // Without this, a checker that accepts everything would pass every test below.
+    expect(check('sum(rate(svc_http_requests_total[5m]))')).toEqual([]);
+    expect(check('rate(svc_http_request_duration_seconds_bucket{le="0.5"}[5m])')).toEqual([]);
+    expect(check('up{job="dispatcher"} == 0')).toEqual([]);
+    expect(check('sum(rate(svc_http_request_total[5m]))')).toEqual(['metric svc_http_request_total is in no registry']);
+    expect(check('svc_http_request_duration_seconds')).toEqual(['metric svc_http_request_duration_seconds is in no registry']);
+    expect(check('svc_queue_jobs_bucket')).toEqual(['metric svc_queue_jobs_bucket is in no registry']);
+    expect(check('svc_webhook_attempts_total{outcome="success"}')).toEqual(['svc_webhook_attempts_total has no label outcome']);
+    expect(check('svc_queue_jobs{state="wait"}')).toEqual([
+      'svc_queue_jobs{state="wait"}: state is one of waiting, active, delayed, failed',
+    ]);
+    expect(check('up{job="dispatchers"}')[0]).toMatch(/job is one of gateway, dispatcher/);
+    expect(check('sum by (rout) (rate(svc_http_requests_total[5m]))')[0]).toMatch(/grouping label rout/);
+    expect(check('histogram_quantil(0.99, sum by (le) (rate(svc_event_to_delivery_seconds_bucket[5m])))')[0]).toMatch(
+      /unknown function histogram_quantil/,
+    );
+    expect(check('sum by (queue) (svc_queue_jobs)', ['state'])[0]).toMatch(/template reads label state/);
+  });
+
+  it('every alert expression names existing metrics and labels', () => {
+    expect(rules.length).toBeGreaterThanOrEqual(6);
+    const problems = rules.flatMap((r) =>
+      check(r.expr, templateLabels(Object.values(r.annotations ?? {}).join('\n'))).map((p) => `${r.alert}: ${p}`),
+    );
+    expect(problems).toEqual([]);
+  });
+
+  it('every dashboard query names existing metrics and labels, and its legend reads labels the query keeps', () => {
+    expect(targets.length).toBeGreaterThanOrEqual(20);
+    const problems = targets.flatMap((t) =>
+      check(t.expr, templateLabels(t.legendFormat ?? '')).map((p) => `${t.panel} (${t.refId}): ${p}`),
+    );
+    expect(problems).toEqual([]);
+  });
+
+  it('the dashboard covers what SREs watch: every service metric is on it', () => {
+    const used = new Set(
+      targets.flatMap((t) => [...t.expr.matchAll(/svc_[a-z0-9_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, ''))),
+    );
+    const expected = [
+      'svc_http_requests_total',
+      'svc_http_request_duration_seconds',
+      'svc_rate_limit_rejections_total',
+      'svc_shipment_refusals_total',
+      'svc_auth_failures_total',
+      'svc_token_cache_lookups_total',
+      'svc_outbox_pending',
+      'svc_outbox_oldest_pending_age_seconds',
+      'svc_outbox_events_written_total',
+      'svc_outbox_events_relayed_total',
+      'svc_shipments_created_total',
+      'svc_webhook_deliveries_total',
+      'svc_webhook_attempts_total',
+      'svc_webhook_attempt_duration_seconds',
+      'svc_event_to_delivery_seconds',
+      'svc_queue_jobs',
+      'svc_process_resident_memory_bytes',
+      'svc_process_cpu_seconds_total',
+      'svc_nodejs_eventloop_lag_p99_seconds',
+    ];
+    expect(expected.filter((m) => !used.has(m))).toEqual([]);
+  });
+});
+
+describe('the alert rule file', () => {
+  const file = parse(read('infra/prometheus/alerts.yml')) as RuleFile;
+  const rules = file.groups.flatMap((g) => g.rules);
+
+  it('has the alerts issue 5 asks for, each with severity, summary, description and a for', () => {
+    const names = rules.map((r) => r.alert);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'WebhookDeliveryFailureRatioHigh',
+        'WebhookQueueBacklogGrowing',
+        'OutboxOldestEventTooOld',
+        'GatewayHigh5xxRatio',
+        'GatewayLatencyP99High',
+        'TargetDown',
+      ]),
+    );
+    expect(new Set(names).size).toBe(names.length);
+    for (const r of rules) {
+      expect({ alert: r.alert, severity: r.labels?.severity }).toEqual({ alert: r.alert, severity: expect.stringMatching(/^(critical|warning)$/) });
+      expect(r.annotations?.summary?.length).toBeGreaterThan(10);
+      expect(r.annotations?.description?.length).toBeGreaterThan(20);
+      expect(r.for).toMatch(/^\d+[smh]$/);
+    }
+  });
+
+  it('reads the series the way the issue describes', () => {
+    const byName = new Map(rules.map((r) => [r.alert, r.expr]));
+    expect(byName.get('GatewayLatencyP99High')).toMatch(/histogram_quantile\(0\.99,.*svc_http_request_duration_seconds_bucket/s);
+    expect(byName.get('WebhookQueueBacklogGrowing')).toMatch(/deriv\(svc_queue_jobs\{state="waiting"\}\[10m\]\)\)\s*>\s*0/);
+    expect(byName.get('WebhookQueueBacklogGrowing')).toMatch(/svc_queue_jobs\{state="waiting"\}\)\s*>\s*\d+/);
+    expect(rules.find((r) => r.alert === 'WebhookQueueBacklogGrowing')?.for).toBe('10m');
+    expect(byName.get('TargetDown')?.trim()).toBe('up == 0');
+    expect(byName.get('OutboxOldestEventTooOld')).toMatch(/svc_outbox_oldest_pending_age_seconds/);
+    expect(byName.get('GatewayHigh5xxRatio')).toMatch(/status=~"5\.\."/);
+  });
+
+  withPromtool('passes promtool check rules', () => {
+    const out = execFileSync(promtool!, ['check', 'rules', join(root, 'infra/prometheus/alerts.yml')], { encoding: 'utf8' });
+    expect(out).toMatch(new RegExp(`SUCCESS: ${rules.length} rules found`));
+  });
+
+  withPromtool('passes its unit tests (promtool test rules infra/prometheus/alerts.test.yml)', () => {
+    const out = execFileSync(promtool!, ['test', 'rules', join(root, 'infra/prometheus/alerts.test.yml')], { encoding: 'utf8' });
+    expect(out).toMatch(/SUCCESS/);
+  });
+});
+
+describe('prometheus.yml', () => {
+  it('scrapes the gateway, every dispatcher replica through DNS, and loads the alerts', () => {
+    expect(prometheus.rule_files).toEqual(['alerts.yml']);
+    const gateway = prometheus.scrape_configs.find((c) => c.job_name === 'gateway');
+    expect(gateway?.static_configs?.[0]?.targets).toEqual(['gateway:9101']);
+    const dispatcher = prometheus.scrape_configs.find((c) => c.job_name === 'dispatcher');
+    expect(dispatcher?.static_configs).toBeUndefined();
+    expect(dispatcher?.dns_sd_configs).toEqual([expect.objectContaining({ names: ['dispatcher'], type: 'A', port: 9102 })]);
+  });
+
+  withPromtool('passes promtool check config', () => {
+    const out = execFileSync(promtool!, ['check', 'config', join(root, 'infra/prometheus/prometheus.yml')], { encoding: 'utf8' });
+    expect(out).toMatch(/SUCCESS: .*prometheus\.yml is valid/);
+  });
+});
+
+describe('Grafana provisioning', () => {
+  interface DatasourceFile {
+    apiVersion: number;
+    datasources: Array<{ name: string; uid: string; type: string; url: string; isDefault?: boolean }>;
+  }
+  interface ProviderFile {
+    apiVersion: number;
+    providers: Array<{ name: string; type: string; options: { path: string } }>;
+  }
+  const datasources = parse(read('infra/grafana/provisioning/datasources/prometheus.yml')) as DatasourceFile;
+  const providers = parse(read('infra/grafana/provisioning/dashboards/svc.yml')) as ProviderFile;
+  const compose = parse(read('docker-compose.yml')) as { services: Record<string, { volumes?: string[] }> };
+
+  it('provisions the Prometheus datasource that compose runs', () => {
+    expect(datasources.apiVersion).toBe(1);
+    const ds = datasources.datasources.find((d) => d.type === 'prometheus');
+    expect(ds).toEqual(expect.objectContaining({ uid: 'prometheus', url: 'http://prometheus:9090', isDefault: true }));
+    expect(compose.services.prometheus).toBeDefined();
+  });
+
+  it('loads dashboards from the directory compose mounts infra/grafana/dashboards at', () => {
+    expect(providers.apiVersion).toBe(1);
+    const provider = providers.providers[0]!;
+    expect(provider.type).toBe('file');
+    const volumes = compose.services.grafana?.volumes ?? [];
+    expect(volumes).toContain(`./infra/grafana/dashboards:${provider.options.path}:ro`);
+    expect(volumes).toContain('./infra/grafana/provisioning:/etc/grafana/provisioning:ro');
+  });
+
+  it('the dashboard is valid JSON with unique ids, panels on the grid, every query on the provisioned datasource', () => {
+    const dashboard = JSON.parse(read('infra/grafana/dashboards/svc-overview.json')) as Dashboard;
+    const uid = datasources.datasources[0]!.uid;
+    expect(dashboard.uid).toMatch(/^[A-Za-z0-9_-]{1,40}$/);
+    expect(dashboard.title).toBeTruthy();
+    expect(dashboard.schemaVersion).toBeGreaterThanOrEqual(36);
+    const panels = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
+    const ids = panels.map((p) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const p of panels) {
+      expect(p.gridPos.x + p.gridPos.w).toBeLessThanOrEqual(24);
+      if (p.type === 'row') continue;
+      expect({ panel: p.title, datasource: p.datasource }).toEqual({ panel: p.title, datasource: { type: 'prometheus', uid } });
+      expect(p.targets?.length).toBeGreaterThan(0);
+      for (const t of p.targets ?? []) {
+        expect({ panel: p.title, datasource: t.datasource?.uid ?? uid }).toEqual({ panel: p.title, datasource: uid });
+        expect(t.expr.trim()).not.toBe('');
+      }
+    }
+    // No two panels overlap on the grid.
+    const cells = new Set<string>();
+    for (const p of panels) {
+      for (let x = p.gridPos.x; x < p.gridPos.x + p.gridPos.w; x++) {
+        for (let y = p.gridPos.y; y < p.gridPos.y + p.gridPos.h; y++) {
+          const key = `${x},${y}`;
+          expect({ panel: p.title, overlaps: cells.has(key) }).toEqual({ panel: p.title, overlaps: false });
+          cells.add(key);
+        }
+      }
+    }
+  });
+});

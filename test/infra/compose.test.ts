@@ -1,0 +1,369 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { loadGatewayConfig } from '../../services/gateway/src/config';
+import { loadDispatcherConfig } from '../../services/dispatcher/src/config';
+
+/**
+ * No Docker engine runs where the tests do, so docker-compose.yml and the Dockerfiles are checked
+ * as files: their structure, and that they agree with the code (settings the services really read,
+ * ports they really listen on, entry points that exist).
+ */
+
+const root = join(__dirname, '../..');
+const read = (path: string): string => readFileSync(join(root, path), 'utf8');
+
+interface Healthcheck {
+  test?: string | string[];
+  interval?: string;
+  timeout?: string;
+  retries?: number;
+  start_period?: string;
+  disable?: boolean;
+}
+interface Service {
+  image?: string;
+  build?: { context: string; dockerfile: string };
+  command?: string | string[];
+  environment?: Record<string, string | number | boolean | null>;
+  ports?: Array<string | { target: number; published?: number | string }>;
+  expose?: Array<string | number>;
+  volumes?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: Healthcheck;
+  restart?: string;
+  container_name?: string;
+  deploy?: unknown;
+  [key: string]: unknown;
+}
+interface ComposeFile {
+  name?: string;
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+}
+
+const compose = parse(read('docker-compose.yml'), { merge: true }) as ComposeFile;
+const services = compose.services;
+
+// The Compose specification's keys for what this file uses; a misspelt key is silently ignored by
+// some tools, so the test refuses anything outside them.
+const SERVICE_KEYS = new Set([
+  'image', 'build', 'command', 'entrypoint', 'environment', 'env_file', 'ports', 'expose', 'volumes', 'depends_on',
+  'healthcheck', 'restart', 'init', 'stop_grace_period', 'stop_signal', 'user', 'working_dir', 'networks', 'deploy',
+  'labels', 'logging', 'ulimits', 'read_only', 'tmpfs', 'shm_size', 'profiles', 'pull_policy',
+]);
+const HEALTHCHECK_KEYS = new Set(['test', 'interval', 'timeout', 'retries', 'start_period', 'start_interval', 'disable']);
+const CONDITIONS = new Set(['service_started', 'service_healthy', 'service_completed_successfully']);
+const DURATION = /^(\d+(\.\d+)?(us|ms|s|m|h))+$/;
+
+/** Compose's variable substitution with nothing set in the environment: what a bare `up` gets. */
+function interpolate(value: string, env: Record<string, string> = {}): string {
+  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (whole, name?: string, colon?: string, kind?: string, arg?: string, bare?: string) => {
+    if (whole === '$$') return '$';
+    const key = (name ?? bare)!;
+    const v = env[key];
+    const missing = v === undefined || (colon === ':' && v === '');
+    if (kind === '?' && missing) throw new Error(`${key} is required: ${arg}`);
+    if (kind === '-' && missing) return arg ?? '';
+    return v ?? '';
+  });
+}
+
+function environment(service: string, env: Record<string, string> = {}): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(services[service]?.environment ?? {}).map(([k, v]) => [k, interpolate(v === null ? '' : String(v), env)]),
+  );
+}
+
+/** The environment names a service's config.ts reads (`r.int('PORT', ...)` and the like). */
+function settingsReadBy(configPath: string): Set<string> {
+  return new Set([...read(configPath).matchAll(/\br\.\w+\(\s*'([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1]!));
+}
+
+/** The variables of operations.md's settings table: names tools outside the project rely on. */
+function operationsSettings(): Set<string> {
+  const spec = readFileSync(join(root, '../shared/spec/operations.md'), 'utf8');
+  const table = spec.slice(spec.indexOf('| variable |'));
+  return new Set([...table.matchAll(/^\| ([A-Z][A-Z0-9_]*) \|/gm)].map((m) => m[1]!));
+}
+
+const healthcheckUrl = (h: Healthcheck | undefined): string | undefined =>
+  [h?.test ?? []].flat().join(' ').match(/http:\/\/[^'"\s)]+/)?.[0];
+
+interface Instruction {
+  keyword: string;
+  args: string;
+}
+interface Stage {
+  from: string;
+  name?: string;
+  instructions: Instruction[];
+}
+
+/** A Dockerfile as instructions (continuation lines joined, comments dropped), split by stage. */
+function dockerfile(path: string): { args: Record<string, string>; stages: Stage[] } {
+  const lines = read(path)
+    .replace(/\\\r?\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+  const args: Record<string, string> = {};
+  const stages: Stage[] = [];
+  for (const line of lines) {
+    const [, keyword = '', rest = ''] = line.match(/^(\S+)\s*(.*)$/) ?? [];
+    const kw = keyword.toUpperCase();
+    if (kw === 'FROM') {
+      const m = rest.match(/^(\S+)(?:\s+AS\s+(\S+))?$/i);
+      const from = (m?.[1] ?? '').replace(/\$\{(\w+)\}|\$(\w+)/g, (_, a?: string, b?: string) => args[(a ?? b)!] ?? '');
+      stages.push({ from, name: m?.[2], instructions: [] });
+    } else if (kw === 'ARG' && stages.length === 0) {
+      const [name, value = ''] = rest.split('=', 2);
+      args[name!] = value;
+    } else {
+      stages.at(-1)?.instructions.push({ keyword: kw, args: rest });
+    }
+  }
+  return { args, stages };
+}
+
+const SERVICES = ['gateway', 'dispatcher'] as const;
+type ServiceName = (typeof SERVICES)[number];
+const packageJson = (svc: ServiceName) =>
+  JSON.parse(read(`services/${svc}/package.json`)) as { name: string; scripts: Record<string, string>; dependencies: Record<string, string> };
+
+describe('docker-compose.yml', () => {
+  it('runs the whole platform: Postgres, Redis, migrations, gateway, dispatcher, Prometheus, Grafana', () => {
+    expect(Object.keys(services).sort()).toEqual(['dispatcher', 'gateway', 'grafana', 'migrate', 'postgres', 'prometheus', 'redis']);
+    expect(services.postgres?.image).toMatch(/^postgres:16(\.|-|$)/);
+    expect(services.redis?.image).toMatch(/^redis:7(\.|-|$)/);
+    expect(services.prometheus?.image).toMatch(/^prom\/prometheus:v\d/);
+    expect(services.grafana?.image).toMatch(/^grafana\/grafana(-oss)?:\d/);
+  });
+
+  it('uses only keys of the Compose specification, with valid durations and conditions', () => {
+    for (const [name, s] of Object.entries(services)) {
+      expect({ name, unknown: Object.keys(s).filter((k) => !SERVICE_KEYS.has(k)) }).toEqual({ name, unknown: [] });
+      expect({ name, unknown: Object.keys(s.healthcheck ?? {}).filter((k) => !HEALTHCHECK_KEYS.has(k)) }).toEqual({ name, unknown: [] });
+      for (const d of ['interval', 'timeout', 'start_period'] as const) {
+        const v = s.healthcheck?.[d];
+        if (v !== undefined) expect({ name, [d]: v }).toEqual({ name, [d]: expect.stringMatching(DURATION) });
+      }
+      if (typeof s.stop_grace_period === 'string') expect(s.stop_grace_period).toMatch(DURATION);
+      for (const [dep, cond] of Object.entries(s.depends_on ?? {})) {
+        expect(services[dep]).toBeDefined();
+        expect({ name, dep, condition: CONDITIONS.has(cond.condition) }).toEqual({ name, dep, condition: true });
+      }
+      for (const v of s.volumes ?? []) {
+        const [source = ''] = v.split(':');
+        if (source.startsWith('.')) expect({ name, mount: v, exists: existsSync(join(root, source)) }).toEqual({ name, mount: v, exists: true });
+        else expect({ name, volume: source, declared: source in (compose.volumes ?? {}) }).toEqual({ name, volume: source, declared: true });
+      }
+    }
+  });
+
+  it('gives every long-running service a health check; migrate runs once', () => {
+    for (const name of ['postgres', 'redis', 'gateway', 'dispatcher', 'prometheus', 'grafana']) {
+      const h = services[name]?.healthcheck;
+      expect({ name, disabled: h?.disable ?? false }).toEqual({ name, disabled: false });
+      const test = [h?.test ?? []].flat();
+      expect({ name, kind: test[0] }).toEqual({ name, kind: expect.stringMatching(/^CMD(-SHELL)?$/) });
+      expect(test.length).toBeGreaterThan(1);
+    }
+    expect([services.postgres?.healthcheck?.test].flat().join(' ')).toMatch(/pg_isready/);
+    expect([services.redis?.healthcheck?.test].flat().join(' ')).toMatch(/redis-cli.*ping/);
+    expect(services.migrate?.restart).toBe('no');
+  });
+
+  it('keeps Postgres and Redis data in volumes; Redis never evicts (BullMQ) and persists', () => {
+    expect(services.postgres?.volumes).toContainEqual(expect.stringMatching(/^[\w-]+:\/var\/lib\/postgresql\/data$/));
+    expect(services.redis?.volumes).toContainEqual(expect.stringMatching(/^[\w-]+:\/data$/));
+    const command = [services.redis?.command ?? []].flat().join(' ');
+    expect(command).toMatch(/--maxmemory-policy noeviction\b/);
+    expect(command).toMatch(/--appendonly yes\b/);
+  });
+
+  it('starts in order: data stores healthy, then migrations completed, then the services', () => {
+    for (const svc of SERVICES) {
+      expect(services[svc]?.depends_on).toEqual({
+        postgres: { condition: 'service_healthy' },
+        redis: { condition: 'service_healthy' },
+        migrate: { condition: 'service_completed_successfully' },
+      });
+    }
+    expect(services.migrate?.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
+    expect(services.grafana?.depends_on?.prometheus).toEqual({ condition: 'service_healthy' });
+  });
+
+  it('migrate runs `pnpm migrate`’s entry point with the gateway image, which carries it', () => {
+    expect(services.migrate?.build).toEqual(services.gateway?.build);
+    expect(services.migrate?.image).toBe(services.gateway?.image);
+    const command = [services.migrate?.command ?? []].flat();
+    const rootScripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+    // `pnpm migrate` is `tsx packages/schema/src/db/migrate.main.ts`; in the image @svc/schema is a dependency.
+    const entry = rootScripts.migrate!.match(/packages\/schema\/(\S+)$/)?.[1];
+    expect(entry).toBeDefined();
+    expect(command).toEqual(['node', '--import', 'tsx', `node_modules/@svc/schema/${entry}`]);
+    expect(existsSync(join(root, 'packages/schema', entry!))).toBe(true);
+    expect(packageJson('gateway').dependencies).toEqual(expect.objectContaining({ '@svc/schema': expect.any(String), tsx: expect.any(String) }));
+    expect(environment('migrate').DATABASE_URL).toBe(environment('gateway').DATABASE_URL);
+  });
+
+  it('sets only settings the services read, names from operations.md, and values their config accepts', () => {
+    const documented = operationsSettings();
+    expect(documented.size).toBeGreaterThanOrEqual(10);
+    for (const svc of SERVICES) {
+      const reads = settingsReadBy(`services/${svc}/src/config.ts`);
+      const env = environment(svc);
+      expect({ svc, unread: Object.keys(env).filter((k) => !reads.has(k)) }).toEqual({ svc, unread: [] });
+      // The names the contract fixes are set under exactly those names.
+      for (const k of ['DATABASE_URL', 'REDIS_URL', 'REDIS_PREFIX']) {
+        expect(documented.has(k)).toBe(true);
+        expect({ svc, k, set: k in env }).toEqual({ svc, k, set: true });
+      }
+      expect(new URL(env.DATABASE_URL!).hostname).toBe('postgres');
+      expect(new URL(env.REDIS_URL!).hostname).toBe('redis');
+    }
+    const gw = environment('gateway');
+    const disp = environment('dispatcher');
+    for (const k of ['PORT', 'GATEWAY_METRICS_PORT', 'ADMIN_TOKEN', 'RATE_LIMIT_PER_MINUTE']) expect(documented.has(k) && k in gw).toBe(true);
+    for (const k of ['DISPATCHER_METRICS_PORT', 'DISPATCHER_CONCURRENCY']) expect(documented.has(k) && k in disp).toBe(true);
+    // Both services must agree on the database and on the Redis keys they share.
+    expect(disp.DATABASE_URL).toBe(gw.DATABASE_URL);
+    expect(disp.REDIS_URL).toBe(gw.REDIS_URL);
+    expect(disp.REDIS_PREFIX).toBe(gw.REDIS_PREFIX);
+    const db = new URL(gw.DATABASE_URL!);
+    const pg = environment('postgres');
+    expect(db.pathname).toBe(`/${pg.POSTGRES_DB}`);
+    expect(decodeURIComponent(db.username)).toBe(pg.POSTGRES_USER);
+    expect(decodeURIComponent(db.password)).toBe(pg.POSTGRES_PASSWORD);
+    // With nothing set and with overrides, the services' own loaders accept what compose passes.
+    const overrides: Array<Record<string, string>> = [{}, { ADMIN_TOKEN: 'secret-admin-token', POSTGRES_PASSWORD: 'p@ss', REDIS_PREFIX: 'stack2' }];
+    for (const env of overrides) {
+      expect(() => loadGatewayConfig(environment('gateway', env))).not.toThrow();
+      expect(() => loadDispatcherConfig(environment('dispatcher', env))).not.toThrow();
+    }
+    expect(loadGatewayConfig(environment('gateway', { ADMIN_TOKEN: 'x' })).adminToken).toBe('x');
+    expect(loadGatewayConfig(gw).adminToken).toBeUndefined();
+  });
+
+  it('publishes the gateway on its configured ports and checks /readyz on its metrics port', () => {
+    const config = loadGatewayConfig(environment('gateway'));
+    expect(services.gateway?.ports).toEqual([`${config.port}:${config.port}`, `${config.metricsPort}:${config.metricsPort}`]);
+    expect(config.metricsPort).toBe(9101);
+    expect(healthcheckUrl(services.gateway?.healthcheck)).toBe(`http://127.0.0.1:${config.metricsPort}/readyz`);
+  });
+
+  it('lets `docker compose up --scale dispatcher=3` work: no fixed host port, no container name', () => {
+    const dispatcher = services.dispatcher!;
+    expect(dispatcher.container_name).toBeUndefined();
+    // A published host port can be bound by one replica only; container ports alone are fine.
+    const fixed = (dispatcher.ports ?? []).filter((p) => (typeof p === 'string' ? /^\d[^:]*:|:\d+:/.test(p) : p.published !== undefined));
+    expect(fixed).toEqual([]);
+    const config = loadDispatcherConfig(environment('dispatcher'));
+    expect(config.metricsPort).toBe(9102);
+    expect((dispatcher.expose ?? []).map(String)).toContain(String(config.metricsPort));
+    expect(healthcheckUrl(dispatcher.healthcheck)).toBe(`http://127.0.0.1:${config.metricsPort}/readyz`);
+    // Prometheus finds the replicas through the service name, on the port they listen on.
+    const prometheus = parse(read('infra/prometheus/prometheus.yml')) as {
+      scrape_configs: Array<{ job_name: string; dns_sd_configs?: Array<{ names: string[]; port: number }> }>;
+    };
+    const sd = prometheus.scrape_configs.find((c) => c.job_name === 'dispatcher')?.dns_sd_configs?.[0];
+    expect(sd?.names).toEqual(['dispatcher']);
+    expect(sd?.port).toBe(config.metricsPort);
+  });
+
+  it('mounts the Prometheus config and the Grafana provisioning read-only', () => {
+    expect(services.prometheus?.volumes).toContain('./infra/prometheus:/etc/prometheus:ro');
+    expect([services.prometheus?.command].flat()).toContain('--config.file=/etc/prometheus/prometheus.yml');
+    expect(existsSync(join(root, 'infra/prometheus/prometheus.yml'))).toBe(true);
+    expect(services.grafana?.volumes).toEqual(
+      expect.arrayContaining(['./infra/grafana/provisioning:/etc/grafana/provisioning:ro', './infra/grafana/dashboards:/etc/grafana/dashboards:ro']),
+    );
+    const home = environment('grafana').GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH;
+    expect(home).toMatch(/^\/etc\/grafana\/dashboards\//);
+    expect(existsSync(join(root, 'infra/grafana/dashboards', home!.replace('/etc/grafana/dashboards/', '')))).toBe(true);
+  });
+
+  it('builds each service from the workspace root with its own Dockerfile', () => {
+    for (const svc of SERVICES) {
+      expect(services[svc]?.build).toEqual({ context: '.', dockerfile: `services/${svc}/Dockerfile` });
+      expect(existsSync(join(root, `services/${svc}/Dockerfile`))).toBe(true);
+    }
+  });
+});
+
+describe.each(SERVICES)('services/%s/Dockerfile', (svc) => {
+  const { args, stages } = dockerfile(`services/${svc}/Dockerfile`);
+  const pkg = packageJson(svc);
+  const final = stages.at(-1)!;
+  const all = (stage: Stage, kw: string) => stage.instructions.filter((i) => i.keyword === kw).map((i) => i.args);
+  const env = Object.fromEntries(
+    all(final, 'ENV').flatMap((a) => [...a.matchAll(/([A-Z_][A-Z0-9_]*)=("[^"]*"|\S+)/g)].map((m) => [m[1]!, m[2]!.replace(/^"|"$/g, '')])),
+  );
+
+  it('is multi-stage: a named build stage, then a slim Node 20 runtime copying only its output', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    const build = stages.find((s) => s.name && s !== final)!;
+    expect(build).toBeDefined();
+    expect(final.from).toMatch(/^node:20([.\d]*)-(slim|alpine)/);
+    expect(all(final, 'COPY').some((c) => c.startsWith(`--from=${build.name} `))).toBe(true);
+    // Nothing but the deployed tree reaches the runtime: no COPY of the build context itself.
+    expect(all(final, 'COPY').filter((c) => !c.startsWith('--from='))).toEqual([]);
+    expect(all(final, 'RUN')).toEqual([]);
+  });
+
+  it('installs the workspace with the pinned pnpm and deploys the production tree of this service only', () => {
+    const build = stages.find((s) => s !== final && s.instructions.some((i) => /\bdeploy\b/.test(i.args)))!;
+    const pnpmVersion = (JSON.parse(read('package.json')) as { packageManager: string }).packageManager.split('@')[1];
+    const version = build.instructions.find((i) => i.keyword === 'ARG' && i.args.startsWith('PNPM_VERSION='))?.args.split('=')[1];
+    expect(version).toBe(pnpmVersion);
+    const runs = all(build, 'RUN').join('\n');
+    expect(runs).toMatch(/pnpm fetch --prod/);
+    const deploy = runs.split('\n').find((r) => /pnpm .*deploy/.test(r))!;
+    expect(deploy).toContain(`--filter ${pkg.name} `);
+    expect(deploy).toMatch(/ --prod /);
+    // The lockfile is copied before the sources, so dependency layers survive source changes.
+    const copies = all(build, 'COPY');
+    expect(copies[0]).toMatch(/^pnpm-lock\.yaml pnpm-workspace\.yaml/);
+  });
+
+  it('runs as the non-root user node, in production mode, on the ports its config reads', () => {
+    const users = all(final, 'USER');
+    expect(users.at(-1)).toBe('node');
+    expect(env.NODE_ENV).toBe('production');
+    const exposed = all(final, 'EXPOSE').flatMap((e) => e.split(/\s+/)).map(Number);
+    const config = svc === 'gateway' ? loadGatewayConfig(env) : loadDispatcherConfig(env);
+    const ports = 'port' in config ? [config.port, config.metricsPort] : [config.metricsPort];
+    expect(exposed.sort()).toEqual(ports.sort());
+    const health = all(final, 'HEALTHCHECK')[0] ?? '';
+    expect(health).toMatch(/CMD/);
+    expect(health).toContain('/readyz');
+    expect(health).toContain(svc === 'gateway' ? 'GATEWAY_METRICS_PORT' : 'DISPATCHER_METRICS_PORT');
+  });
+
+  it('starts the same entry point as `pnpm start`, with tsx a runtime dependency', () => {
+    expect(pkg.dependencies.tsx).toBeDefined();
+    const cmd = JSON.parse(all(final, 'CMD').at(-1)!) as string[];
+    expect(cmd.join(' ')).toBe(pkg.scripts.start);
+    expect(cmd).toEqual(['node', '--import', 'tsx', 'src/main.ts']);
+    expect(existsSync(join(root, `services/${svc}/src/main.ts`))).toBe(true);
+    expect(args.NODE_IMAGE ?? final.from).toMatch(/^node:20/);
+  });
+});
+
+describe('.dockerignore', () => {
+  const patterns = read('.dockerignore')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+
+  it('keeps node_modules, git history, secrets and tests out of the build context', () => {
+    expect(patterns).toEqual(expect.arrayContaining(['**/node_modules', '.git', '.env', '.test-certs', '**/test']));
+  });
+
+  it('keeps what the build needs: manifests, lockfile, workspace file, sources', () => {
+    for (const needed of ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'packages', 'services', 'src', 'services/gateway/src']) {
+      expect({ needed, ignored: patterns.some((p) => p === needed || p === `${needed}/` || p === `**/${needed}`) }).toEqual({ needed, ignored: false });
+    }
+  });
+});
