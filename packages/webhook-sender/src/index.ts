@@ -26,3 +26,4 @@ export function createWebhookSender(_options: SenderOptions): WebhookSender {
     close: () => Promise.resolve(),
   };
 }
+export * from './entrega.repository';
