@@ -1,0 +1,201 @@
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Agent, buildConnector } from 'undici';
+import { guardedRange, isAllowed, parseCidrs, parseIp, type AllowList } from './address.guard';
+import { normaliseHostName, parseHostMap } from './host-map.parser';
+
+export type AttemptResult = '2xx' | '3xx' | '4xx' | '5xx' | 'timeout' | 'network' | 'blocked';
+
+export interface SendOutcome {
+  /** True only for a 2xx whose response finished within the timeout. */
+  ok: boolean;
+  /** 0 when no HTTP status came back (timeout, refused, reset, TLS error, blocked address). */
+  statusCode: number;
+  durationMs: number;
+  result: AttemptResult;
+}
+
+export interface WebhookSender {
+  /** One POST, never retried here (retries belong to the caller) and never redirected. */
+  send(url: string, body: string, headers: Record<string, string>): Promise<SendOutcome>;
+  /** Waits for sends in flight, then closes every kept-alive connection. */
+  close(): Promise<void>;
+}
+
+export interface SenderOptions {
+  /** DISPATCH_HOST_MAP: `name=address,...`, resolved before DNS. */
+  hostMap: string;
+  /** DISPATCH_ALLOW_CIDRS: ranges exempted from the address guard (tests only). */
+  allowCidrs: string;
+  /** The whole attempt (resolve, connect, TLS, headers, body). Default 5000, the contract's. */
+  timeoutMs?: number;
+  /**
+   * Connections kept per origin. Default: no cap, so the caller's own concurrency
+   * (DISPATCHER_CONCURRENCY) bounds it; a cap would make sends queue inside the sender and spend
+   * their timeout waiting for a connection to a slow receiver.
+   */
+  connectionsPerOrigin?: number;
+}
+
+export const DEFAULT_TIMEOUT_MS = 5000;
+/** Response bodies are drained (so the connection can carry the next delivery) up to this size. */
+const MAX_DRAINED_BODY = 64 * 1024;
+const BLOCKED_CODE = 'SVC_ADDRESS_BLOCKED';
+
+/** Raised inside the connector when the address guard refuses the resolved address. */
+export class BlockedAddressError extends Error {
+  readonly code = BLOCKED_CODE;
+  constructor(host: string, address: string, range: string) {
+    super(`${host} resolves to ${address} (${range} range), where the sender does not connect`);
+    this.name = 'BlockedAddressError';
+  }
+}
+
+function hasCode(err: unknown, code: string): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if ((e as { code?: unknown }).code === code) return true;
+    if (e instanceof AggregateError && e.errors.some((inner) => hasCode(inner, code))) return true;
+  }
+  return false;
+}
+
+const TIMEOUT_CODES = ['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'];
+
+function classify(statusCode: number): AttemptResult {
+  if (statusCode >= 200 && statusCode < 300) return '2xx';
+  if (statusCode >= 300 && statusCode < 400) return '3xx';
+  if (statusCode >= 400 && statusCode < 500) return '4xx';
+  // 1xx never reaches here (undici handles it); anything odd counts as a server failure.
+  return '5xx';
+}
+
+/** The address the guard refuses for this host, or null when every address is acceptable. */
+function refusal(host: string, addresses: readonly string[], allow: AllowList): BlockedAddressError | null {
+  if (addresses.length === 0) return new BlockedAddressError(host, '(nothing)', 'missing');
+  for (const text of addresses) {
+    const address = parseIp(text);
+    if (address === undefined) return new BlockedAddressError(host, text, 'unparseable');
+    const range = guardedRange(address);
+    if (range !== null && !isAllowed(address, allow)) return new BlockedAddressError(host, text, range);
+  }
+  return null;
+}
+
+/**
+ * The connector's `lookup`: DISPATCH_HOST_MAP first, then DNS with every address, each vetted. Node
+ * connects to exactly what this returns, so the address checked is the address used (no second
+ * lookup that a rebinding DNS server could answer differently). A name with any guarded address is
+ * refused as a whole rather than filtered, since a mixed answer is itself suspicious.
+ */
+export function createGuardedLookup(hostMap: ReadonlyMap<string, string>, allow: AllowList): LookupFunction {
+  return (hostname, options: LookupOptions, callback) => {
+    const answer = (addresses: LookupAddress[]): void => {
+      const blocked = refusal(hostname, addresses.map((a) => a.address), allow);
+      if (blocked !== null) {
+        callback(blocked, '', 0);
+        return;
+      }
+      if (options.all === true) callback(null, addresses);
+      else callback(null, addresses[0]!.address, addresses[0]!.family);
+    };
+    const mapped = hostMap.get(normaliseHostName(hostname));
+    if (mapped !== undefined) {
+      // net expects the lookup to answer asynchronously, as DNS would.
+      process.nextTick(answer, [{ address: mapped, family: isIP(mapped) }]);
+      return;
+    }
+    dnsLookup(hostname, { all: true, family: options.family ?? 0, hints: options.hints }, (err, addresses) => {
+      if (err) callback(err, '', 0);
+      else answer(addresses);
+    });
+  };
+}
+
+/**
+ * The guarded HTTPS sender: an undici Agent keeps connections alive per origin (TLS is negotiated
+ * once per connection, and resumed from the session cache for new ones); every new connection
+ * resolves and vets its host in the connector, so no connection to a guarded address is ever opened.
+ */
+export function createWebhookSender(options: SenderOptions): WebhookSender {
+  const hostMap = parseHostMap(options.hostMap);
+  const allow = parseCidrs(options.allowCidrs);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error('timeoutMs must be a positive number');
+
+  const connectVetted = buildConnector({ timeout: timeoutMs, lookup: createGuardedLookup(hostMap, allow) });
+  const agent = new Agent({
+    connect(opts, callback) {
+      // net.connect does not call `lookup` for an IP literal, so such hosts are vetted here.
+      const literal = parseIp(opts.hostname);
+      if (literal !== undefined) {
+        const blocked = refusal(opts.hostname, [literal.toString()], allow);
+        if (blocked !== null) {
+          callback(blocked, null);
+          return;
+        }
+      }
+      connectVetted(opts, callback);
+    },
+    connections: options.connectionsPerOrigin ?? null,
+    pipelining: 1,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+  });
+
+  const outcome = (started: number, result: AttemptResult, statusCode = 0): SendOutcome => ({
+    ok: result === '2xx',
+    statusCode,
+    durationMs: Math.round(performance.now() - started),
+    result,
+  });
+
+  async function send(url: string, body: string, headers: Record<string, string>): Promise<SendOutcome> {
+    const started = performance.now();
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      return outcome(started, 'blocked');
+    }
+    if (target.protocol !== 'https:' || target.username !== '' || target.password !== '') {
+      return outcome(started, 'blocked');
+    }
+
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    try {
+      const response = await agent.request({
+        origin: target.origin,
+        path: target.pathname + target.search,
+        method: 'POST',
+        headers,
+        body,
+        signal: controller.signal,
+      });
+      const result = classify(response.statusCode);
+      // Drained rather than dropped, so the connection goes back to the pool; a body over the
+      // limit closes the connection instead. The outcome of a non-2xx is already decided.
+      await response.body.dump({ limit: MAX_DRAINED_BODY }).catch(() => undefined);
+      if (result === '2xx' && timedOut) return outcome(started, 'timeout');
+      return outcome(started, result, response.statusCode);
+    } catch (err) {
+      if (timedOut || TIMEOUT_CODES.some((code) => hasCode(err, code))) return outcome(started, 'timeout');
+      if (hasCode(err, BLOCKED_CODE)) return outcome(started, 'blocked');
+      return outcome(started, 'network');
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  return {
+    send,
+    async close() {
+      await agent.close();
+    },
+  };
+}
