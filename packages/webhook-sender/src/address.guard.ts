@@ -76,8 +76,17 @@ export function parseIp(value: string): IpAddress | undefined {
   if (zone !== -1 && text.includes(':')) text = text.slice(0, zone);
   // Four-part decimal only: other IPv4 spellings are a URL parser's business, not an address's.
   if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
-  if (ipaddr.IPv6.isValid(text)) return ipaddr.IPv6.parse(text);
-  return undefined;
+  if (!ipaddr.IPv6.isValid(text)) return undefined;
+  if (text.includes('.')) {
+    // ipaddr reads `::a.b.c.d` as the mapped ::ffff:a.b.c.d; the URL parser (like the socket layer)
+    // reads it as the IPv4-compatible ::a.b.c.d, so let it write the address in plain hex first.
+    try {
+      text = new URL(`http://[${text}]/`).hostname.slice(1, -1);
+    } catch {
+      return undefined;
+    }
+  }
+  return ipaddr.IPv6.parse(text);
 }
 
 /**

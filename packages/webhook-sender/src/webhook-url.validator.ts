@@ -38,7 +38,8 @@ export function validateWebhookUrl(url: string): string {
   }
 
   const host = parsed.hostname;
-  if (host === '') throw invalid('url must name a host');
+  // `https:///x` parses as https://x/; an empty authority as written has no host.
+  if (host === '' || authority === '') throw invalid('url must name a host');
   const name = normaliseHostName(host);
   if (name === 'localhost' || name.endsWith('.localhost')) throw invalid('url must not point to localhost');
 

@@ -1,0 +1,247 @@
+import { readFileSync } from 'node:fs';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
+
+/**
+ * A real HTTPS webhook receiver on 127.0.0.1 for delivery tests, serving the throwaway certificate
+ * of `node scripts/test-certs.mjs` (.test-certs/receiver.pem, valid for receiver.test, other.test and
+ * private.test). The sender trusts it when jest runs with NODE_EXTRA_CA_CERTS=.test-certs/ca.pem
+ * (the root `pnpm test` does so) and reaches it through DISPATCH_HOST_MAP:
+ *
+ *   const receiver = await startReceiver();
+ *   const sender = createWebhookSender({ hostMap: 'receiver.test=127.0.0.1', allowCidrs: '127.0.0.0/8' });
+ *   await sender.send(receiver.url('/hook'), body, headers);          // https://receiver.test:<port>/hook
+ *   const [req] = await receiver.waitFor(1);                          // { path, headers, rawBody, receivedAt }
+ *   receiver.respond('/slow', { status: 200, delayMs: 6000 });        // per-path behaviour
+ *   receiver.respond('/moved', { status: 302, location: '/elsewhere' });
+ *   receiver.respond('/dead', { hang: true });                        // never answers
+ *   receiver.respond('/flaky', [{ status: 500 }, { status: 500 }, { status: 200 }]); // in turn, last repeats
+ *   receiver.tlsSessions                                              // TLS handshakes completed so far
+ *   await receiver.close();
+ */
+
+export const TEST_CERT_DIR = join(__dirname, '../../.test-certs');
+
+export interface ReceivedRequest {
+  method: string;
+  /** Path and query as requested. */
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The exact bytes received, before any parsing: what a signature is verified over. */
+  rawBody: Buffer;
+  /** Date.now() when the whole body had arrived. */
+  receivedAt: number;
+  /** Whether this request came over a resumed TLS session or a reused connection. */
+  tlsSessionReused: boolean;
+  /** 1-based number of the TCP connection it came on (same number = same kept-alive connection). */
+  connection: number;
+}
+
+export interface ResponsePlan {
+  /** Default 200. */
+  status?: number;
+  /** Waits this long after the body arrived before answering. */
+  delayMs?: number;
+  /** Sets `Location` (use with a 3xx). */
+  location?: string;
+  headers?: Record<string, string>;
+  /** Default `ok`. */
+  body?: string;
+  /** Never answers (the socket stays open until the client gives up or the receiver closes). */
+  hang?: boolean;
+  /** Destroys the connection without any response. */
+  reset?: boolean;
+}
+
+/** A fixed plan, a sequence used in turn (the last one repeats), or a function of the request. */
+export type Responder = ResponsePlan | ResponsePlan[] | ((request: ReceivedRequest, index: number) => ResponsePlan);
+
+export interface ReceiverOptions {
+  /** What paths without their own responder get. Default `{ status: 200 }`. */
+  defaultResponse?: Responder;
+  /** Server keep-alive timeout (Node's default is 5 s). */
+  keepAliveTimeoutMs?: number;
+}
+
+export interface Receiver {
+  port: number;
+  /** `https://<host>:<port>`; host defaults to receiver.test. */
+  origin(host?: string): string;
+  /** `https://<host>:<port><path>`; host defaults to receiver.test. */
+  url(path?: string, host?: string): string;
+  /** Every request in arrival order (all paths). */
+  readonly requests: readonly ReceivedRequest[];
+  /** Requests to one path (query included in `path` matching only when given). */
+  requestsTo(path: string): ReceivedRequest[];
+  /** Programs the answer for one path (path without query). Replaces any previous responder. */
+  respond(path: string, responder: Responder): void;
+  /** TLS handshakes completed (each new connection, resumed sessions included). */
+  readonly tlsSessions: number;
+  /** Of those, how many resumed a cached session (abbreviated handshake). */
+  readonly tlsResumed: number;
+  /** TCP connections accepted, TLS or not. */
+  readonly connections: number;
+  /** Resolves with the requests once at least `count` have arrived (optionally to `path`); rejects after `timeoutMs`. */
+  waitFor(count: number, timeoutMs?: number, path?: string): Promise<ReceivedRequest[]>;
+  /** Forgets recorded requests and counters (responders stay). */
+  reset(): void;
+  /** Destroys every connection (hung requests included) and stops listening. */
+  close(): Promise<void>;
+}
+
+const pathOnly = (path: string): string => path.split('?', 1)[0] ?? path;
+
+export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
+  const server: Server = createServer({
+    cert: readFileSync(join(TEST_CERT_DIR, 'receiver.pem')),
+    key: readFileSync(join(TEST_CERT_DIR, 'receiver.key')),
+  });
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
+
+  let requests: ReceivedRequest[] = [];
+  const responders = new Map<string, Responder>();
+  const counts = new Map<string, number>();
+  const waiters = new Set<() => void>();
+  const sockets = new Set<Socket>();
+  const connectionIds = new WeakMap<Socket, number>();
+  const timers = new Set<NodeJS.Timeout>();
+  let tlsSessions = 0;
+  let tlsResumed = 0;
+  let connections = 0;
+
+  server.on('connection', (socket: Socket) => {
+    connections += 1;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  server.on('secureConnection', (socket: TLSSocket) => {
+    tlsSessions += 1;
+    if (socket.isSessionReused()) tlsResumed += 1;
+    connectionIds.set(socket, tlsSessions);
+  });
+  // A client that gives up mid-handshake is normal in these tests (timeouts, name mismatch).
+  server.on('tlsClientError', () => undefined);
+
+  const planFor = (request: ReceivedRequest): ResponsePlan => {
+    const key = pathOnly(request.path);
+    const responder = responders.get(key) ?? options.defaultResponse ?? {};
+    const index = counts.get(key) ?? 0;
+    counts.set(key, index + 1);
+    if (typeof responder === 'function') return responder(request, index);
+    if (Array.isArray(responder)) return responder[Math.min(index, responder.length - 1)] ?? {};
+    return responder;
+  };
+
+  const answer = (res: ServerResponse, plan: ResponsePlan): void => {
+    if (plan.reset === true) {
+      res.socket?.destroy();
+      return;
+    }
+    if (plan.hang === true) return;
+    const headers: Record<string, string> = { 'content-type': 'text/plain', ...plan.headers };
+    if (plan.location !== undefined) headers.location = plan.location;
+    res.writeHead(plan.status ?? 200, headers);
+    res.end(plan.body ?? 'ok');
+  };
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const socket = req.socket as TLSSocket;
+      const request: ReceivedRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        rawBody: Buffer.concat(chunks),
+        receivedAt: Date.now(),
+        tlsSessionReused: socket.isSessionReused(),
+        connection: connectionIds.get(socket) ?? 0,
+      };
+      requests.push(request);
+      const plan = planFor(request);
+      for (const wake of [...waiters]) wake();
+      if (plan.delayMs !== undefined && plan.delayMs > 0) {
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          if (!res.destroyed) answer(res, plan);
+        }, plan.delayMs);
+        timers.add(timer);
+      } else {
+        answer(res, plan);
+      }
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  const matching = (path?: string): ReceivedRequest[] =>
+    path === undefined ? [...requests] : requests.filter((r) => r.path === path || pathOnly(r.path) === path);
+
+  return {
+    port,
+    origin: (host = 'receiver.test') => `https://${host}:${port}`,
+    url: (path = '/hook', host = 'receiver.test') => `https://${host}:${port}${path}`,
+    get requests() {
+      return requests;
+    },
+    requestsTo: (path) => matching(path),
+    respond(path, responder) {
+      responders.set(pathOnly(path), responder);
+      counts.delete(pathOnly(path));
+    },
+    get tlsSessions() {
+      return tlsSessions;
+    },
+    get tlsResumed() {
+      return tlsResumed;
+    },
+    get connections() {
+      return connections;
+    },
+    waitFor(count, timeoutMs = 5000, path) {
+      return new Promise((resolve, reject) => {
+        const check = (): boolean => {
+          const found = matching(path);
+          if (found.length < count) return false;
+          clearTimeout(timer);
+          waiters.delete(wake);
+          resolve(found);
+          return true;
+        };
+        const wake = (): void => void check();
+        const timer = setTimeout(() => {
+          waiters.delete(wake);
+          reject(new Error(`receiver: ${matching(path).length} of ${count} requests${path ? ` to ${path}` : ''} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.add(wake);
+        check();
+      });
+    },
+    reset() {
+      requests = [];
+      counts.clear();
+      tlsSessions = 0;
+      tlsResumed = 0;
+      connections = 0;
+    },
+    async close() {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
