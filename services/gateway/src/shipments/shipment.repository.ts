@@ -15,73 +15,100 @@ export interface NewGuia {
   paquete: Record<string, unknown>;
   referencia: string | null;
   extra: Record<string, unknown> | null;
+  /** Id of its GUIA_CREADA event in the outbox; null for a sandbox shipment (no event). */
+  eventId: string | null;
 }
 
 export interface InsertedGuia {
-  id: string;
   numeroGuia: string;
   createdAt: Date;
 }
 
-/** Inserts the shipments (status CREADA) and their first history entry; returns them in the order given. */
+export interface Owner {
+  empresaId: string;
+  sucursalId: string | null;
+  modo: Modo;
+}
+
+/**
+ * Creates the shipments in ONE statement (a round trip is the dearest thing on the hot path):
+ * for a live owner, the charge of `n` shipments to today's allowance and, unless the custom plan is
+ * approved, `n` credits, as a conditional UPDATE whose row lock serialises concurrent creations of
+ * the company until commit; then, only if it charged, the rows (status CREADA), their first history
+ * entry and their GUIA_CREADA outbox events. Returns them in the order given, or [] when the charge
+ * was refused (nothing written). Run it on its own (autocommit) or inside a transaction.
+ */
 export async function insertGuias(
   trx: Db,
-  owner: { empresaId: string; sucursalId: string | null; modo: Modo },
+  owner: Owner,
   guias: NewGuia[],
+  context: { day: string; requestId: string | null },
 ): Promise<InsertedGuia[]> {
-  const rows = await trx
-    .insertInto('guias')
-    .values(
-      guias.map((g) => ({
-        numero_guia: g.numeroGuia,
-        empresa_id: owner.empresaId,
-        sucursal_id: owner.sucursalId,
-        modo: owner.modo,
-        estado: 'CREADA' as const,
-        destinatario: JSON.stringify(g.destinatario),
-        paquete: JSON.stringify(g.paquete),
-        referencia: g.referencia,
-        extra: g.extra === null ? null : JSON.stringify(g.extra),
-      })),
+  const { day, requestId } = context;
+  const n = guias.length;
+  const live = owner.modo === 'live';
+  const input = JSON.stringify(
+    guias.map((g, ord) => ({
+      ord,
+      numero_guia: g.numeroGuia,
+      evento_id: g.eventId,
+      destinatario: g.destinatario,
+      paquete: g.paquete,
+      referencia: g.referencia,
+      extra: g.extra,
+    })),
+  );
+  const usedToday = sql`(case when guias_hoy_dia = ${day}::date then guias_hoy else 0 end)`;
+  const charged = live
+    ? sql`charged as (
+        update empresas set
+          guias_hoy = ${usedToday} + ${n},
+          guias_hoy_dia = ${day}::date,
+          creditos = case when plan_personalizado = 'APROBADA' then creditos else creditos - ${n} end
+        where id = ${owner.empresaId}
+          and ${usedToday} + ${n} <= limite_diario
+          and (plan_personalizado = 'APROBADA' or (plan_activo and creditos >= ${n}))
+        returning id
+      ),`
+    : sql``;
+  const events = live
+    ? sql`, events as (
+        insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id)
+        select input.evento_id, ${owner.empresaId}, ${owner.sucursalId}, 'GUIA_CREADA',
+               jsonb_build_object('numeroGuia', input.numero_guia, 'estado', 'CREADA'), ${requestId}
+        from input join inserted using (numero_guia)
+      )`
+    : sql``;
+  const result = await sql<{ numero_guia: string; created_at: Date }>`
+    with ${charged}
+    input as (
+      select * from jsonb_to_recordset(${input}::jsonb)
+        as x(ord int, numero_guia text, evento_id uuid, destinatario jsonb, paquete jsonb, referencia text, extra jsonb)
+    ),
+    inserted as (
+      insert into guias (numero_guia, empresa_id, sucursal_id, modo, estado, destinatario, paquete, referencia, extra)
+      select numero_guia, ${owner.empresaId}, ${owner.sucursalId}, ${owner.modo}, 'CREADA', destinatario, paquete, referencia, extra
+      from input
+      ${live ? sql`where exists (select 1 from charged)` : sql``}
+      order by ord
+      returning id, numero_guia, created_at
+    ),
+    history as (
+      insert into guia_historial (guia_id, estado, evento, fecha)
+      select id, 'CREADA', 'GUIA_CREADA', created_at from inserted
     )
-    .returning(['id', 'numero_guia', 'created_at'])
-    .execute();
-  await trx
-    .insertInto('guia_historial')
-    .values(rows.map((r) => ({ guia_id: r.id, estado: 'CREADA' as const, evento: 'GUIA_CREADA' as const, fecha: r.created_at })))
-    .execute();
-  const byNumero = new Map(rows.map((r) => [r.numero_guia, r]));
-  return guias.map((g) => {
-    const r = byNumero.get(g.numeroGuia)!;
-    return { id: r.id, numeroGuia: r.numero_guia, createdAt: r.created_at };
-  });
+    ${events}
+    select numero_guia, created_at from inserted
+  `.execute(trx);
+  if (result.rows.length === 0) return [];
+  const byNumero = new Map(result.rows.map((r) => [r.numero_guia, r.created_at]));
+  return guias.map((g) => ({ numeroGuia: g.numeroGuia, createdAt: byNumero.get(g.numeroGuia)! }));
 }
 
 /** True when the error is the unique index on numero_guia (a generated number already taken). */
 export function isNumeroGuiaTaken(err: unknown): boolean {
   const e = err as { code?: unknown; constraint?: unknown } | null;
   return e?.code === '23505' && typeof e.constraint === 'string' && e.constraint.includes('numero_guia');
-}
-
-/**
- * Takes `n` shipments from today's allowance and, unless the custom plan is approved, `n` credits,
- * in one conditional UPDATE: it changes the row only if both suffice, and its row lock serialises
- * concurrent creations of the company until their transaction ends. False when refused.
- */
-export async function chargeEmpresa(trx: Db, empresaId: string, n: number, day: string): Promise<boolean> {
-  const usedToday = sql<number>`(case when guias_hoy_dia = ${day}::date then guias_hoy else 0 end)`;
-  const result = await trx
-    .updateTable('empresas')
-    .set({
-      guias_hoy: sql<number>`${usedToday} + ${n}`,
-      guias_hoy_dia: day,
-      creditos: sql<number>`case when plan_personalizado = 'APROBADA' then creditos else creditos - ${n} end`,
-    })
-    .where('id', '=', empresaId)
-    .where(sql<boolean>`${usedToday} + ${n} <= limite_diario`)
-    .where(sql<boolean>`(plan_personalizado = 'APROBADA' or (plan_activo and creditos >= ${n}))`)
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
 }
 
 export interface Allowance {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   AppError,
   guatemalaDay,
@@ -10,13 +11,12 @@ import {
 } from '@svc/schema';
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
-import { insertEvents, type PendingJob } from '../outbox/outbox.repository';
+import { insertEvents } from '../outbox/outbox.repository';
 import type { IdempotencyRequest } from '../idempotency/idempotency';
 import { claimKey, findAnswer, storeAnswer } from '../idempotency/idempotency.repository';
 import { generateNumeroGuia } from './numero-guia';
 import { nextEstado } from './shipment-state';
 import {
-  chargeEmpresa,
   findGuia,
   insertGuias,
   isNumeroGuiaTaken,
@@ -81,9 +81,9 @@ export interface CreateAnswer {
 const MAX_ATTEMPTS = 4;
 
 /**
- * Creates the shipments, all or none, in one transaction: the idempotency key's claim, the rows,
- * their GUIA_CREADA events (live only) and, last, the charge of the daily allowance and the
- * credits, whose row lock is thus held only from the charge to the commit.
+ * Creates the shipments, all or none: the charge of the daily allowance and the credits, the rows
+ * and their GUIA_CREADA events (live only) in one statement; with an Idempotency-Key, that statement
+ * runs in the transaction that claims the key and stores the answer.
  */
 export async function createGuias(
   deps: Deps,
@@ -98,58 +98,58 @@ export async function createGuias(
   const day = guatemalaDay(clock.now());
 
   for (let attempt = 1; ; attempt++) {
+    const fresh = items.map((item) => ({
+      numeroGuia: generateNumeroGuia(),
+      destinatario: item.destinatario,
+      paquete: item.paquete,
+      referencia: item.referencia ?? null,
+      extra: item.observaciones === undefined ? null : { observaciones: item.observaciones },
+      eventId: live ? randomUUID() : null,
+    }));
+    const insert = async (trx: Deps['db']): Promise<SuccessEnvelope<unknown>> => {
+      const inserted = await insertGuias(trx, owner, fresh, { day, requestId: ctx.requestId });
+      if (inserted.length === 0) throw await refusal(deps, trx, owner.empresaId, items.length, day);
+      const views = fresh.map((g, i) =>
+        view({ ...g, estado: 'CREADA', sucursalId: owner.sucursalId, createdAt: inserted[i]!.createdAt }),
+      );
+      return { success: true, data: shape === 'single' ? views[0] : { guias: views } };
+    };
     try {
-      const outcome = await db.transaction().execute(async (trx) => {
-        if (idem && !(await claimKey(trx, idem.scope, idem.key, idem.requestHash))) {
-          const stored = await findAnswer(trx, idem.scope, idem.key);
-          if (!stored || stored.requestHash !== idem.requestHash || stored.statusCode === null) {
-            throw new AppError('IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was already used with a different body');
+      let answer: CreateAnswer;
+      if (!idem) {
+        // One statement is its own transaction: the cheapest way to be all-or-nothing.
+        answer = { status: 201, body: await insert(db), replayed: false };
+      } else {
+        answer = await db.transaction().execute(async (trx): Promise<CreateAnswer> => {
+          if (!(await claimKey(trx, idem.scope, idem.key, idem.requestHash))) {
+            const stored = await findAnswer(trx, idem.scope, idem.key);
+            if (!stored || stored.requestHash !== idem.requestHash || stored.statusCode === null) {
+              throw new AppError('IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was already used with a different body');
+            }
+            return { status: stored.statusCode, body: stored.response, replayed: true };
           }
-          return { status: stored.statusCode, body: stored.response, jobs: [] as PendingJob[], replayed: true };
-        }
-
-        const fresh = items.map((item) => ({
-          numeroGuia: generateNumeroGuia(),
-          destinatario: item.destinatario,
-          paquete: item.paquete,
-          referencia: item.referencia ?? null,
-          extra: item.observaciones === undefined ? null : { observaciones: item.observaciones },
-        }));
-        const inserted = await insertGuias(trx, owner, fresh);
-
-        let jobs: PendingJob[] = [];
+          const body = await insert(trx);
+          await storeAnswer(trx, idem.scope, idem.key, 201, body);
+          return { status: 201, body, replayed: false };
+        });
+      }
+      if (!answer.replayed) {
+        metrics.shipmentsCreated.inc({ modo: owner.modo }, items.length);
         if (live) {
-          jobs = await insertEvents(
-            trx,
-            inserted.map((g) => ({
-              evento: 'GUIA_CREADA' as const,
+          deps.outboxRelay.notify(
+            fresh.map((g) => ({
+              eventId: g.eventId!,
+              evento: 'GUIA_CREADA',
               empresaId: owner.empresaId,
               sucursalId: owner.sucursalId,
-              data: { numeroGuia: g.numeroGuia, estado: 'CREADA' as const },
+              data: { numeroGuia: g.numeroGuia, estado: 'CREADA' },
               requestId: ctx.requestId,
             })),
           );
-          if (!(await chargeEmpresa(trx, owner.empresaId, items.length, day))) {
-            throw await refusal(deps, trx, owner.empresaId, items.length, day);
-          }
-        }
-
-        const views = fresh.map((g, i) =>
-          view({ ...g, estado: 'CREADA', sucursalId: owner.sucursalId, createdAt: inserted[i]!.createdAt }),
-        );
-        const body: SuccessEnvelope<unknown> = { success: true, data: shape === 'single' ? views[0] : { guias: views } };
-        if (idem) await storeAnswer(trx, idem.scope, idem.key, 201, body);
-        return { status: 201, body: body as unknown, jobs, replayed: false };
-      });
-
-      if (!outcome.replayed) {
-        metrics.shipmentsCreated.inc({ modo: owner.modo }, items.length);
-        if (outcome.jobs.length) {
-          deps.outboxRelay.notify(outcome.jobs);
-          metrics.outboxWritten.inc({ evento: 'GUIA_CREADA' }, outcome.jobs.length);
+          metrics.outboxWritten.inc({ evento: 'GUIA_CREADA' }, items.length);
         }
       }
-      return { status: outcome.status, body: outcome.body, replayed: outcome.replayed };
+      return answer;
     } catch (err) {
       if (attempt < MAX_ATTEMPTS && isNumeroGuiaTaken(err)) continue;
       throw err;

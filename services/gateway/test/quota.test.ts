@@ -1,0 +1,174 @@
+import type pg from 'pg';
+import { guatemalaDay } from '@svc/schema';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
+import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
+import { createBranch, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
+import { count, createBatch, createOne, empresaRow, guia, manualClock, sqlPool } from './shipment-fixtures';
+
+const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
+
+describe('daily limit and credits', () => {
+  let database: TestDatabase;
+  let prefix: string;
+  let gw: TestGateway;
+  let pool: pg.Pool;
+  // 2026-11-22 05:00 UTC is 2026-11-21 23:00 in Guatemala (UTC-6): an hour before its midnight.
+  const clock = manualClock(new Date('2026-11-22T05:00:00.000Z'));
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    prefix = uniquePrefix('quota');
+    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix, clock });
+    pool = sqlPool(database.url);
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await pool?.end();
+    await dropPrefix(prefix);
+    await database?.drop();
+  });
+  beforeEach(() => clock.set('2026-11-22T05:00:00.000Z'));
+
+  const guiasOf = (empresaId: string) => count(pool, 'select count(*) n from guias where empresa_id = $1', [empresaId]);
+  const eventsOf = (empresaId: string) => count(pool, 'select count(*) n from outbox where empresa_id = $1', [empresaId]);
+
+  it('takes one credit and one unit of the daily limit per shipment; guiasHoy shows them', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 10, limiteDiario: 50 });
+    expect((await createOne(gw, c.live)).status).toBe(201);
+    expect((await createBatch(gw, c.live, [guia(1), guia(2), guia(3)])).status).toBe(201);
+    expect(await empresaRow(pool, c.id)).toEqual({ creditos: 6, guias_hoy: 4, guias_hoy_dia: '2026-11-21' });
+    const shown = await gw.admin('get', `/empresas/${c.id}`);
+    expect(shown.body.data).toMatchObject({ creditos: 6, guiasHoy: 4, limiteDiario: 50 });
+  });
+
+  it('60 concurrent creations against an allowance of 20 create exactly 20 and take exactly 20 credits', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 100, limiteDiario: 20 });
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => createOne(gw, c.live, guia(i))));
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(20);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(40);
+    for (const r of answers.filter((a) => a.status === 429)) expect(r.body).toEqual(envelope('DAILY_GUIDE_LIMIT'));
+    expect(await guiasOf(c.id)).toBe(20);
+    expect(await eventsOf(c.id)).toBe(20);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 80, guias_hoy: 20 });
+  });
+
+  it('60 concurrent creations against 20 credits create exactly 20 and leave 0 credits', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 20, limiteDiario: 500 });
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => createOne(gw, c.live, guia(i))));
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(20);
+    expect(statuses.filter((s) => s === 402)).toHaveLength(40);
+    for (const r of answers.filter((a) => a.status === 402)) expect(r.body).toEqual(envelope('PAYMENT_REQUIRED'));
+    expect(await guiasOf(c.id)).toBe(20);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 0, guias_hoy: 20 });
+  });
+
+  it('concurrent batches never overspend: 12 batches of 5 against an allowance of 23 create 20', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 1000, limiteDiario: 23 });
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, b) => createBatch(gw, c.live, [1, 2, 3, 4, 5].map((i) => guia(b * 10 + i)))),
+    );
+    expect(answers.filter((r) => r.status === 201)).toHaveLength(4);
+    expect(answers.filter((r) => r.status === 429)).toHaveLength(8);
+    expect(await guiasOf(c.id)).toBe(20);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 980, guias_hoy: 20 });
+  });
+
+  it('rejects a batch that would exceed the remaining allowance whole: 429, nothing created, nothing taken, no events', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 100, limiteDiario: 10 });
+    expect((await createBatch(gw, c.live, [1, 2, 3, 4, 5, 6, 7].map((i) => guia(i)))).status).toBe(201);
+    const over = await createBatch(gw, c.live, [1, 2, 3, 4].map((i) => guia(i)));
+    expect(over.status).toBe(429);
+    expect(over.body).toEqual(envelope('DAILY_GUIDE_LIMIT'));
+    expect(over.body.error.message).toContain('3 left');
+    expect(await guiasOf(c.id)).toBe(7);
+    expect(await eventsOf(c.id)).toBe(7);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 93, guias_hoy: 7 });
+    // What remains can still be used, exactly.
+    expect((await createBatch(gw, c.live, [1, 2, 3].map((i) => guia(i)))).status).toBe(201);
+    expect((await createOne(gw, c.live)).status).toBe(429);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 90, guias_hoy: 10 });
+  });
+
+  it('rejects a batch that needs more credits than there are whole: 402, nothing created, nothing taken, no events', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 4, limiteDiario: 500 });
+    const res = await createBatch(gw, c.live, [1, 2, 3, 4, 5].map((i) => guia(i)));
+    expect(res.status).toBe(402);
+    expect(res.body).toEqual(envelope('PAYMENT_REQUIRED'));
+    expect(await guiasOf(c.id)).toBe(0);
+    expect(await eventsOf(c.id)).toBe(0);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 4, guias_hoy: 0 });
+    expect((await createBatch(gw, c.live, [1, 2, 3, 4].map((i) => guia(i)))).status).toBe(201);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 0, guias_hoy: 4 });
+  });
+
+  it('names the daily limit first when both would refuse', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 0, limiteDiario: 0 });
+    const res = await createOne(gw, c.live);
+    expect(res.status).toBe(429);
+    expect(res.body).toEqual(envelope('DAILY_GUIDE_LIMIT'));
+  });
+
+  it.each([
+    ['no plan', { planActivo: false, creditos: 50 }],
+    ['an active plan with no credits', { planActivo: true, creditos: 0 }],
+    ['a custom plan still PENDIENTE', { planActivo: false, creditos: 0, planPersonalizado: 'PENDIENTE' }],
+    ['a RECHAZADA custom plan', { planActivo: false, creditos: 0, planPersonalizado: 'RECHAZADA' }],
+  ])('402 PAYMENT_REQUIRED with %s', async (_name, fields) => {
+    const c = await createCompany(gw, fields);
+    const res = await createOne(gw, c.live);
+    expect(res.status).toBe(402);
+    expect(res.body).toEqual(envelope('PAYMENT_REQUIRED'));
+    expect(await guiasOf(c.id)).toBe(0);
+  });
+
+  it('an APROBADA custom plan creates without credits and takes none, but still counts the daily limit', async () => {
+    const c = await createCompany(gw, { planActivo: false, creditos: 3, planPersonalizado: 'APROBADA', limiteDiario: 5 });
+    expect((await createBatch(gw, c.live, [1, 2, 3, 4].map((i) => guia(i)))).status).toBe(201);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 3, guias_hoy: 4 });
+    expect((await createBatch(gw, c.live, [1, 2].map((i) => guia(i)))).status).toBe(429);
+  });
+
+  it('counts the branches shipments in the company daily limit and credits', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 100, limiteDiario: 4, sucursalesHabilitadas: true });
+    const s = await createBranch(gw, c.id);
+    expect((await createBatch(gw, s.live, [guia(1), guia(2)])).status).toBe(201);
+    expect((await createBatch(gw, c.live, [guia(3), guia(4)])).status).toBe(201);
+    expect((await createOne(gw, s.live)).status).toBe(429);
+    expect((await createOne(gw, c.live)).status).toBe(429);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 96, guias_hoy: 4 });
+  });
+
+  it('resets the daily limit at midnight in Guatemala (06:00 UTC), not at midnight UTC', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 100, limiteDiario: 2 });
+    // 23:00 on the 21st in Guatemala.
+    expect((await createBatch(gw, c.live, [guia(1), guia(2)])).status).toBe(201);
+    expect((await createOne(gw, c.live)).status).toBe(429);
+    // 05:59:59.999 UTC on the 22nd: still the 21st in Guatemala, although a new day in UTC.
+    clock.set('2026-11-22T05:59:59.999Z');
+    expect(guatemalaDay(clock.now())).toBe('2026-11-21');
+    expect((await createOne(gw, c.live)).status).toBe(429);
+    expect((await gw.admin('get', `/empresas/${c.id}`)).body.data.guiasHoy).toBe(2);
+    // 06:00 UTC: midnight in Guatemala; a new allowance.
+    clock.set('2026-11-22T06:00:00.000Z');
+    expect((await gw.admin('get', `/empresas/${c.id}`)).body.data.guiasHoy).toBe(0);
+    expect((await createOne(gw, c.live)).status).toBe(201);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ guias_hoy: 1, guias_hoy_dia: '2026-11-22', creditos: 97 });
+    expect((await createOne(gw, c.live)).status).toBe(201);
+    expect((await createOne(gw, c.live)).status).toBe(429);
+  });
+
+  it('counts refusals in the metrics by reason', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 1, limiteDiario: 1 });
+    // get() hands out the live objects: read the numbers at once.
+    const value = async (reason: string) =>
+      (await gw.deps.metrics.quotaRefusals.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
+    const before = { daily: await value('daily_limit'), credits: await value('credits') };
+    expect((await createBatch(gw, c.live, [guia(1), guia(2)])).status).toBe(429);
+    await gw.admin('patch', `/empresas/${c.id}`, { limiteDiario: 10 });
+    expect((await createBatch(gw, c.live, [guia(1), guia(2)])).status).toBe(402);
+    expect((await value('daily_limit')) - before.daily).toBe(1);
+    expect((await value('credits')) - before.credits).toBe(1);
+  });
+});
