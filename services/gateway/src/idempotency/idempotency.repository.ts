@@ -4,7 +4,8 @@ import type { Db } from '@svc/schema';
 export interface StoredAnswer {
   requestHash: string;
   statusCode: number | null;
-  response: unknown;
+  /** The answer's JSON text, byte for byte as first sent (jsonb would reorder its keys). */
+  body: string | null;
 }
 
 /**
@@ -35,14 +36,15 @@ export async function findAnswer(trx: Db, scope: string, clave: string): Promise
     .where('scope', '=', scope)
     .where('clave', '=', clave)
     .executeTakeFirst();
-  return row && { requestHash: row.request_hash, statusCode: row.status_code, response: row.response };
+  return row && { requestHash: row.request_hash, statusCode: row.status_code, body: typeof row.response === 'string' ? row.response : null };
 }
 
 /** Stores the answer in the transaction that made it, so it exists exactly when the change does. */
-export async function storeAnswer(trx: Db, scope: string, clave: string, statusCode: number, response: unknown): Promise<void> {
+export async function storeAnswer(trx: Db, scope: string, clave: string, statusCode: number, body: string): Promise<void> {
   await trx
     .updateTable('idempotencia')
-    .set({ status_code: statusCode, response: JSON.stringify(response) })
+    // Kept as a JSON string value: a replay then repeats the very bytes of the first answer.
+    .set({ status_code: statusCode, response: JSON.stringify(body) })
     .where('scope', '=', scope)
     .where('clave', '=', clave)
     .execute();

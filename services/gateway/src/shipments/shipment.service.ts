@@ -123,13 +123,13 @@ export async function createGuias(
         answer = await db.transaction().execute(async (trx): Promise<CreateAnswer> => {
           if (!(await claimKey(trx, idem.scope, idem.key, idem.requestHash))) {
             const stored = await findAnswer(trx, idem.scope, idem.key);
-            if (!stored || stored.requestHash !== idem.requestHash || stored.statusCode === null) {
+            if (!stored || stored.requestHash !== idem.requestHash || stored.statusCode === null || stored.body === null) {
               throw new AppError('IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was already used with a different body');
             }
-            return { status: stored.statusCode, body: stored.response, replayed: true };
+            return { status: stored.statusCode, body: JSON.parse(stored.body) as unknown, replayed: true };
           }
           const body = await insert(trx);
-          await storeAnswer(trx, idem.scope, idem.key, 201, body);
+          await storeAnswer(trx, idem.scope, idem.key, 201, JSON.stringify(body));
           return { status: 201, body, replayed: false };
         });
       }
