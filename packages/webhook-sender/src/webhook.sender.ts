@@ -182,7 +182,12 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
       // limit closes the connection instead. The outcome of a non-2xx is already decided.
       await response.body.dump({ limit: MAX_DRAINED_BODY }).catch(() => undefined);
       if (result === '2xx' && timedOut) return outcome(started, 'timeout');
-      return outcome(started, result, response.statusCode);
+      const done = outcome(started, result, response.statusCode);
+      // undici hands a kept-alive connection back to its pool one event-loop turn after the
+      // response (setImmediate); a caller that sends again at once would otherwise find it busy
+      // and open another connection, doubling the connections (and TLS handshakes) per origin.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      return done;
     } catch (err) {
       if (timedOut || TIMEOUT_CODES.some((code) => hasCode(err, code))) return outcome(started, 'timeout');
       if (hasCode(err, BLOCKED_CODE)) return outcome(started, 'blocked');
