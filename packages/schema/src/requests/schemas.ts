@@ -149,6 +149,7 @@ export const validateGuiaEvento = compile<GuiaEventoRequest>({
   },
   required: ['evento'],
   additionalProperties: false,
-  if: { properties: { evento: { const: 'GUIA_DEVOLUCION' } } },
+  // `required` too: without it an absent evento passes the `if` and is reported as a missing motivo.
+  if: { properties: { evento: { const: 'GUIA_DEVOLUCION' } }, required: ['evento'] },
   then: { required: ['motivo'] },
 });
