@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import type pg from 'pg';
+import { JOBS, type ShipmentEventJob } from '@svc/schema';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
+import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
+import { TEST_REDIS_URL } from '../../../test/support/env';
+import { createBranch, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
+import { createBatch, createOne, guia, moveOn, sqlPool } from './shipment-fixtures';
+
+interface OutboxRow {
+  id: string;
+  evento: string;
+  empresa_id: string;
+  sucursal_id: string | null;
+  data: Record<string, unknown>;
+  request_id: string | null;
+  enviado_en: Date | null;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('the event outbox', () => {
+  let database: TestDatabase;
+  let prefix: string;
+  let gw: TestGateway;
+  let flaky: TestGateway;
+  let pool: pg.Pool;
+  let queue: Queue<ShipmentEventJob>;
+  let failures = 0;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    prefix = uniquePrefix('outbox');
+    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
+    // A second instance whose relay's queue refuses its first add, as if Redis had blinked.
+    flaky = await startTestGateway({
+      databaseUrl: database.url,
+      redisPrefix: prefix,
+      wrapRelayQueue: (inner) => ({
+        addBulk: (jobs) => {
+          if (failures++ === 0) return Promise.reject(new Error('Connection is closed.'));
+          return inner.addBulk(jobs);
+        },
+      }),
+    });
+    pool = sqlPool(database.url);
+    queue = new Queue<ShipmentEventJob>(JOBS.shipmentEvent.queue, { connection: { url: TEST_REDIS_URL }, prefix });
+  });
+  afterAll(async () => {
+    await queue?.close();
+    await gw?.stop();
+    await flaky?.stop();
+    await pool?.end();
+    await dropPrefix(prefix);
+    await database?.drop();
+  });
+
+  const rowsOf = async (empresaId: string) =>
+    (await pool.query<OutboxRow>('select * from outbox where empresa_id = $1 order by created_at', [empresaId])).rows;
+
+  async function expectQueued(row: OutboxRow): Promise<void> {
+    const job = await queue.getJob(row.id);
+    expect(job).toBeDefined();
+    expect(job!.name).toBe(JOBS.shipmentEvent.name);
+    expect(job!.data).toEqual({
+      eventId: row.id,
+      evento: row.evento,
+      empresaId: row.empresa_id,
+      sucursalId: row.sucursal_id,
+      data: row.data,
+      requestId: row.request_id,
+      committedAt: expect.any(String),
+    });
+    expect(Number.isNaN(Date.parse(job!.data.committedAt))).toBe(false);
+  }
+
+  it('relays every committed event to the queue, with job id = event id, and marks it sent', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 100, sucursalesHabilitadas: true });
+    const s = await createBranch(gw, c.id);
+    const one = (await createOne(gw, c.live)).body.data.numeroGuia as string;
+    const batch = await createBatch(gw, s.live, [guia(1), guia(2), guia(3)]);
+    expect(batch.status).toBe(201);
+    for (const evento of ['GUIA_RECOLECTADA', 'GUIA_EN_BODEGA', 'GUIA_EN_RUTA']) expect((await moveOn(gw, one, { evento })).status).toBe(200);
+    expect((await moveOn(gw, one, { evento: 'GUIA_DEVOLUCION', motivo: 'Rechazado' })).status).toBe(200);
+    await gw.deps.outboxRelay.drain();
+
+    const rows = await until('every event marked sent', async () => {
+      const r = await rowsOf(c.id);
+      return r.every((x) => x.enviado_en !== null) ? r : undefined;
+    });
+    expect(rows).toHaveLength(8);
+    expect(rows.filter((r) => r.evento === 'GUIA_CREADA')).toHaveLength(4);
+    expect(rows.filter((r) => r.sucursal_id === s.id)).toHaveLength(3);
+    for (const row of rows) await expectQueued(row);
+    // Sandbox shipments write nothing to the outbox, so nothing reaches the queue.
+    expect((await createOne(gw, c.test)).status).toBe(201);
+    expect(await rowsOf(c.id)).toHaveLength(8);
+  });
+
+  it('delivers an event whose first add failed: it stays unsent, then the sweep adds it', async () => {
+    const c = await createCompany(flaky, { planActivo: true, creditos: 10 });
+    const created = await createOne(flaky, c.live);
+    expect(created.status).toBe(201);
+    await flaky.deps.outboxRelay.drain();
+    expect(failures).toBe(1);
+    const [row] = await rowsOf(c.id);
+    expect(row).toMatchObject({ evento: 'GUIA_CREADA', enviado_en: null });
+    expect(await queue.getJob(row!.id)).toBeUndefined();
+    expect(flaky.logs.text()).toContain('outbox relay failed');
+
+    // No nudge: the periodic sweep finds the committed-but-unsent row.
+    const sent = await until('the sweep to mark it sent', async () => {
+      const [r] = await rowsOf(c.id);
+      return r?.enviado_en ? r : undefined;
+    });
+    await expectQueued(sent);
+    expect((await queue.getJob(sent.id))!.data.data).toEqual({ numeroGuia: created.body.data.numeroGuia, estado: 'CREADA' });
+  });
+
+  it('sweeps an event committed without ever being handed to the relay (a crash after commit)', async () => {
+    const c = await createCompany(gw);
+    const id = randomUUID();
+    await pool.query(
+      `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id, created_at)
+       values ($1, $2, null, 'GUIA_ANULADA', $3, 'req-orphan', now() - interval '5 seconds')`,
+      [id, c.id, JSON.stringify({ numeroGuia: 'SVC0RPHAN0000', estado: 'ANULADA' })],
+    );
+    // Whichever sweep gets there first (a periodic one or this one), the event is added once.
+    await gw.deps.outboxRelay.sweepNow();
+    const [row] = await until('the orphan to be sent', async () => {
+      const r = await rowsOf(c.id);
+      return r[0]?.enviado_en ? r : undefined;
+    });
+    expect(row!.id).toBe(id);
+    await expectQueued(row!);
+    // A re-add of the same event (relay and sweep racing) is harmless: still one job.
+    await queue.addBulk([{ name: JOBS.shipmentEvent.name, data: (await queue.getJob(id))!.data, opts: { jobId: id } }]);
+    expect(await queue.getJobCountByTypes('waiting', 'delayed', 'prioritized')).toBe(
+      (await pool.query("select count(*)::int n from outbox where enviado_en is not null")).rows[0].n,
+    );
+  });
+});
