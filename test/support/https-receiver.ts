@@ -18,6 +18,7 @@ import type { TLSSocket } from 'node:tls';
  *   receiver.respond('/slow', { status: 200, delayMs: 6000 });        // per-path behaviour
  *   receiver.respond('/moved', { status: 302, location: '/elsewhere' });
  *   receiver.respond('/dead', { hang: true });                        // never answers
+ *   receiver.respond('/stall', { status: 200, stallBody: true });     // headers, then a body that never ends
  *   receiver.respond('/flaky', [{ status: 500 }, { status: 500 }, { status: 200 }]); // in turn, last repeats
  *   receiver.tlsSessions                                              // TLS handshakes completed so far
  *   await receiver.close();
@@ -54,6 +55,8 @@ export interface ResponsePlan {
   hang?: boolean;
   /** Destroys the connection without any response. */
   reset?: boolean;
+  /** Sends the status line, headers and a first chunk of the body, then never finishes it. */
+  stallBody?: boolean;
 }
 
 /** A fixed plan, a sequence used in turn (the last one repeats), or a function of the request. */
@@ -144,6 +147,10 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
     const headers: Record<string, string> = { 'content-type': 'text/plain', ...plan.headers };
     if (plan.location !== undefined) headers.location = plan.location;
     res.writeHead(plan.status ?? 200, headers);
+    if (plan.stallBody === true) {
+      res.write(plan.body ?? 'partial');
+      return;
+    }
     res.end(plan.body ?? 'ok');
   };
 

@@ -23,6 +23,10 @@ export function parseHostMap(value: string): Map<string, string> {
     if (name === '' || !/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(name)) {
       throw new Error(`DISPATCH_HOST_MAP: "${item}" does not start with a host name`);
     }
+    if (parseIp(name) !== undefined) {
+      // The socket layer never looks an IP literal up, so such an entry would silently do nothing.
+      throw new Error(`DISPATCH_HOST_MAP: "${item}" maps an IP address; map host names only`);
+    }
     const address = parseIp(addressText);
     if (address === undefined || addressText.startsWith('[')) {
       throw new Error(`DISPATCH_HOST_MAP: "${addressText}" (for ${name}) is not an IP address`);

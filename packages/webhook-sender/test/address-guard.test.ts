@@ -144,6 +144,7 @@ describe('parseHostMap', () => {
     ['name with a space', 'rec eiver.test=127.0.0.1'],
     ['name with a port', 'receiver.test:8443=127.0.0.1'],
     ['duplicate name', 'a.test=127.0.0.1,A.test=127.0.0.2'],
+    ['an IP address as the name', '8.8.8.8=127.0.0.1'],
   ])('rejects %s (%s)', (_what, value) => {
     expect(() => parseHostMap(value)).toThrow(/DISPATCH_HOST_MAP/);
   });

@@ -101,6 +101,19 @@ describe('timeouts and network failures', () => {
     expect(outcome).toMatchObject({ ok: false, statusCode: 0, result: 'timeout' });
   });
 
+  it('a 2xx whose body does not finish within timeoutMs is a timeout', async () => {
+    receiver.respond('/stall', { status: 200, stallBody: true });
+    const outcome = await sender.send(receiver.url('/stall'), '{}', JSON_HEADERS);
+    expect(outcome).toMatchObject({ ok: false, statusCode: 0, result: 'timeout' });
+    expect(outcome.durationMs).toBeGreaterThanOrEqual(950);
+  });
+
+  it('a 5xx whose body does not finish keeps its status (the outcome was already known)', async () => {
+    receiver.respond('/stall5', { status: 503, stallBody: true });
+    const outcome = await sender.send(receiver.url('/stall5'), '{}', JSON_HEADERS);
+    expect(outcome).toMatchObject({ ok: false, statusCode: 503, result: '5xx' });
+  });
+
   it('a slow 2xx inside timeoutMs succeeds', async () => {
     receiver.respond('/slowish', { status: 200, delayMs: 300 });
     const outcome = await sender.send(receiver.url('/slowish'), '{}', JSON_HEADERS);
