@@ -1,0 +1,150 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
+import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
+import { startReceiver, type Receiver } from '../../../test/support/https-receiver';
+import { TEST_REDIS_URL } from '../../../test/support/env';
+import { bearer, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
+import { createBatch, guia, sqlPool } from '../../gateway/test/shipment-fixtures';
+
+const ROOT = join(__dirname, '../../..');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface DispatcherProcess {
+  child: ChildProcess;
+  lines: string[];
+  exited: Promise<void>;
+}
+
+/** A real dispatcher process, as `pnpm --filter @svc/dispatcher start` runs it. */
+async function spawnDispatcher(env: Record<string, string>): Promise<DispatcherProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'services/dispatcher/src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let partial = '';
+  child.stdout!.on('data', (b: Buffer) => {
+    const parts = (partial + b.toString('utf8')).split('\n');
+    partial = parts.pop() ?? '';
+    lines.push(...parts.filter(Boolean));
+  });
+  const stderr: string[] = [];
+  child.stderr!.on('data', (b: Buffer) => stderr.push(b.toString('utf8')));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const end = Date.now() + 20_000;
+  while (!lines.some((l) => l.includes('"dispatcher started"'))) {
+    if (child.exitCode !== null || Date.now() > end) throw new Error(`dispatcher did not start: ${stderr.join('')}`);
+    await sleep(50);
+  }
+  return { child, lines, exited };
+}
+
+describe('a dispatcher killed in the middle of a batch loses no delivery', () => {
+  let receiver: Receiver;
+  let database: TestDatabase;
+  let prefix: string;
+  let gw: TestGateway;
+  let pool: pg.Pool;
+  const processes: DispatcherProcess[] = [];
+
+  beforeAll(async () => {
+    // Slow-ish: every delivery is in flight for a while, so the kill catches some mid-way.
+    receiver = await startReceiver({ defaultResponse: { status: 200, delayMs: 150 } });
+    database = await createTestDatabase();
+    prefix = uniquePrefix('kill');
+    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
+    pool = sqlPool(database.url);
+  });
+  afterAll(async () => {
+    for (const p of processes) {
+      if (p.child.exitCode === null && p.child.signalCode === null) {
+        p.child.kill('SIGTERM');
+        await p.exited;
+      }
+    }
+    await gw?.stop();
+    await receiver?.close();
+    await pool?.end();
+    await dropPrefix(prefix);
+    await database?.drop();
+  });
+
+  it('the other process finishes the work: every delivery recorded, every one received, duplicates with the same webhookId', async () => {
+    const env = {
+      DATABASE_URL: database.url,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: prefix,
+      DISPATCHER_METRICS_PORT: '0',
+      DISPATCHER_CONCURRENCY: '20',
+      DISPATCHER_LOCK_DURATION_MS: '1500',
+      DISPATCH_HOST_MAP: 'receiver.test=127.0.0.1',
+      DISPATCH_ALLOW_CIDRS: '127.0.0.0/8',
+      DB_POOL_SIZE: '4',
+      LOG_LEVEL: 'info',
+    };
+    const [victim, survivor] = await Promise.all([spawnDispatcher(env), spawnDispatcher(env)]);
+    processes.push(victim!, survivor!);
+
+    const c = await createCompany(gw, { planActivo: true, creditos: 1000 });
+    const secrets: string[] = [];
+    for (const path of ['/k1', '/k2']) {
+      const res = await gw.http.post('/api/v1/webhooks').set('Authorization', bearer(c.live)).send({ url: receiver.url(path) });
+      expect(res.status).toBe(201);
+      secrets.push(res.body.data.secret as string);
+    }
+    const numeros: string[] = [];
+    for (let b = 0; b < 2; b++) {
+      const res = await createBatch(gw, c.live, Array.from({ length: 100 }, (_, i) => guia(b * 100 + i)));
+      expect(res.status).toBe(201);
+      numeros.push(...(res.body.data.guias as Array<{ numeroGuia: string }>).map((g) => g.numeroGuia));
+    }
+    const expected = numeros.length * 2;
+
+    // Kill one process while deliveries are in flight on both.
+    await receiver.waitFor(60, 10_000);
+    const victimFinished = victim!.lines.filter((l) => l.includes('"delivery finished"')).length;
+    victim!.child.kill('SIGKILL');
+    await victim!.exited;
+    const doneAtKill = Number((await pool.query(`select count(*) from entregas where estado = 'exitosa'`)).rows[0].count);
+    expect(doneAtKill).toBeLessThan(expected);
+    expect(victimFinished).toBeGreaterThan(0); // the victim was doing its share
+
+    // The survivor takes over the victim's jobs once their locks expire.
+    const end = Date.now() + 25_000;
+    let counts: { estado: string; n: number }[] = [];
+    for (;;) {
+      const r = await pool.query<{ estado: string; n: string }>('select estado, count(*) n from entregas group by estado');
+      counts = r.rows.map((x) => ({ estado: x.estado, n: Number(x.n) }));
+      if (counts.length === 1 && counts[0]!.estado === 'exitosa' && counts[0]!.n === expected) break;
+      if (Date.now() > end) throw new Error(`deliveries not finished: ${JSON.stringify(counts)}`);
+      await sleep(100);
+    }
+    const rows = (await pool.query<{ id: string; exitoso: boolean; status_code: number }>('select id, exitoso, status_code from entregas')).rows;
+    expect(rows).toHaveLength(expected);
+    for (const r of rows) expect(r).toMatchObject({ exitoso: true, status_code: 200 });
+
+    // Every delivery reached the receiver at least once; a repeat carries the same webhookId.
+    await sleep(300);
+    const seen = new Map<string, Set<string>>();
+    const perDelivery = new Map<string, number>();
+    for (const req of receiver.requests) {
+      const body = JSON.parse(req.rawBody.toString('utf8')) as { webhookId: string; data: { numeroGuia: string } };
+      const key = `${req.path} ${body.data.numeroGuia}`;
+      seen.set(key, (seen.get(key) ?? new Set()).add(body.webhookId));
+      perDelivery.set(body.webhookId, (perDelivery.get(body.webhookId) ?? 0) + 1);
+      expect(req.headers['x-request-id']).toBe(body.webhookId);
+    }
+    expect(seen.size).toBe(expected);
+    for (const ids of seen.values()) expect(ids.size).toBe(1);
+    expect(new Set(perDelivery.keys())).toEqual(new Set(rows.map((r) => r.id)));
+    const duplicates = [...perDelivery.values()].filter((n) => n > 1).length;
+    // The victim's in-flight requests had arrived but were never acknowledged: they came again.
+    expect(duplicates).toBeGreaterThan(0);
+
+    const logs = survivor!.lines.join('\n');
+    for (const s of secrets) expect(logs).not.toContain(s);
+  }, 60_000);
+});
