@@ -197,10 +197,13 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
     }
   }
 
+  let closing: Promise<void> | undefined;
   return {
     send,
-    async close() {
-      await agent.close();
+    close() {
+      // Idempotent: both a service's shutdown and a test's teardown may call it.
+      closing ??= agent.close();
+      return closing;
     },
   };
 }

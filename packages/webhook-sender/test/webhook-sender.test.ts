@@ -178,7 +178,7 @@ describe('the outbound address guard at send time', () => {
     // 'blocked' also shows that nothing was attempted.
     const outcome = await sender.send(`https://private.test:${receiver.port}/hook`, '{}', JSON_HEADERS);
     expect(outcome).toMatchObject({ ok: false, statusCode: 0, result: 'blocked' });
-    expect(outcome.durationMs).toBeLessThan(500);
+    expect(outcome.durationMs).toBeLessThan(900);
     expect(receiver.requests).toHaveLength(0);
     expect(receiver.connections).toBe(0);
   });
@@ -273,5 +273,17 @@ describe('connection reuse', () => {
     } finally {
       await open.close();
     }
+  });
+});
+
+describe('lifecycle', () => {
+  it('after close, a send fails as a network failure and close can be called again', async () => {
+    const closing = createWebhookSender({ hostMap: HOST_MAP, allowCidrs: ALLOW_LOOPBACK, timeoutMs: 1000 });
+    expect((await closing.send(receiver.url('/before-close'), '{}', JSON_HEADERS)).ok).toBe(true);
+    await closing.close();
+    await closing.close();
+    const outcome = await closing.send(receiver.url('/after-close'), '{}', JSON_HEADERS);
+    expect(outcome).toMatchObject({ ok: false, statusCode: 0, result: 'network' });
+    expect(receiver.requestsTo('/after-close')).toHaveLength(0);
   });
 });
