@@ -20,6 +20,10 @@ export function createPool(settings: PoolSettings): pg.Pool {
   });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => undefined);
+  // A checked-out client (query or transaction in flight) that loses its server fails its query
+  // and also emits 'error', which the pool only listens for while the client is idle: unheard,
+  // that event is an uncaught exception and kills the process.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 
