@@ -2,10 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { parse } from 'yaml';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from '@svc/observability';
 import { JOBS } from '@svc/schema';
 import type { AttemptResult } from '@svc/webhook-sender';
 import { createGatewayMetrics } from '../../services/gateway/src/observability/gateway-metrics';
+import { createDispatcherMetrics, QUEUE_STATES } from '../../services/dispatcher/src/observability/dispatcher-metrics';
 import type { AuthEvents } from '../../services/gateway/src/auth/auth-events';
 import { catalogFromRegistry, checkExpr, templateLabels, TARGET_LABELS, type MetricInfo } from './promql';
 
@@ -38,42 +38,16 @@ const KNOWN_VALUES: Record<string, Record<string, readonly string[]>> = {
   up: { job: jobNames },
   svc_webhook_deliveries_total: { outcome: ['success', 'failure'] },
   svc_webhook_attempts_total: { result: ATTEMPT_RESULTS },
-  svc_queue_jobs: { state: ['waiting', 'active', 'delayed', 'failed'], queue: QUEUES },
+  svc_queue_jobs: { state: QUEUE_STATES, queue: QUEUES },
   svc_token_cache_lookups_total: { result: ['hit', 'miss'] },
   svc_shipment_refusals_total: { reason: ['daily_limit', 'credits'] },
   svc_auth_failures_total: { reason: AUTH_REASONS },
   svc_outbox_events_relayed_total: { path: ['relay', 'sweep'] },
 };
 
-/**
- * The dispatcher's metrics as issue 5 names them. Stand-in for createDispatcherMetrics() until the
- * dispatcher's registry lands; it is built the same way (own registry, default label, default
- * process metrics with the svc_ prefix) so the checks below read both services alike.
- */
-function dispatcherRegistry(): Registry {
-  const registry = new Registry();
-  registry.setDefaultLabels({ service: 'dispatcher' });
-  const counter = (name: string, labelNames: string[]) => ({ name, type: 'counter', labelNames });
-  const specs = [
-    counter('svc_webhook_deliveries_total', ['evento', 'outcome']),
-    counter('svc_webhook_attempts_total', ['result']),
-    { name: 'svc_webhook_attempt_duration_seconds', type: 'histogram', labelNames: [] as string[] },
-    { name: 'svc_event_to_delivery_seconds', type: 'histogram', labelNames: [] as string[] },
-    { name: 'svc_queue_jobs', type: 'gauge', labelNames: ['queue', 'state'] },
-  ];
-  collectDefaultMetrics({ register: registry, prefix: 'svc_' });
-  for (const s of specs) {
-    const config = { name: s.name, help: s.name, labelNames: s.labelNames, registers: [registry] };
-    if (s.type === 'counter') new Counter(config);
-    else if (s.type === 'gauge') new Gauge(config);
-    else new Histogram(config);
-  }
-  return registry;
-}
-
 function buildCatalog(): Map<string, MetricInfo> {
   const gateway = catalogFromRegistry(createGatewayMetrics().registry, ['service']);
-  const dispatcher = catalogFromRegistry(dispatcherRegistry(), ['service']);
+  const dispatcher = catalogFromRegistry(createDispatcherMetrics().registry, ['service']);
   const catalog = new Map(gateway);
   for (const [name, info] of dispatcher) {
     const same = catalog.get(name);
