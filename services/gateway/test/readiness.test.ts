@@ -3,19 +3,10 @@ import { sql } from 'kysely';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
 import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
 import { TEST_REDIS_URL } from '../../../test/support/env';
+import { eventually } from '../../../test/support/eventually';
 import { parseExposition, sampleSum } from '../../../test/support/prometheus-text';
 import { hostPort, startTcpProxy, throughProxy, type TcpProxy } from '../../../test/support/tcp-proxy';
 import { bearer, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
-
-/** Polls until `probe` resolves true; the deadline is generous, the answer usually comes in well under it. */
-async function eventually(probe: () => Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
-  const start = Date.now();
-  for (;;) {
-    if (await probe()) return Date.now() - start;
-    if (Date.now() - start > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('gateway /healthz, /metrics and /readyz on the metrics port', () => {
   let database: TestDatabase;
