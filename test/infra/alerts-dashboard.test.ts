@@ -211,6 +211,7 @@ describe('the alert rule file', () => {
         'GatewayHigh5xxRatio',
         'GatewayLatencyP99High',
         'TargetDown',
+        'NoDispatcherRunning',
       ]),
     );
     expect(new Set(names).size).toBe(names.length);
