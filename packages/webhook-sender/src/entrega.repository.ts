@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
-import type { DeliveryState, Db, EventName, ShipmentEvent } from '@svc/schema';
+import type { DeliveryState, Db, EventName } from '@svc/schema';
 
 /**
  * Deliveries (`entregas`): one row per (event, webhook) or per PING. Shared by the gateway (PING,
- * detail, list) and the dispatcher (fan-out, attempts), so both write the same shape.
+ * detail, list) and the dispatcher (attempts), so both write the same shape. The fan-out's insert
+ * lives with its routing query in the dispatcher (one statement).
  */
 
 /** A delivery as the webhook detail shows it. */
@@ -15,41 +16,6 @@ export interface DeliveryRecord {
   intentos: number;
   ultimoIntentoEn: Date | null;
   createdAt: Date;
-}
-
-export interface NewDelivery {
-  id: string;
-  webhookId: string;
-  eventId: string;
-  evento: ShipmentEvent;
-}
-
-/**
- * Inserts the deliveries of a fan-out (ids are deterministic, so a second run of the same fan-out
- * collides and inserts nothing) and returns the ids, among those given, that still wait for their
- * outcome: the new rows, and any older row a previous run left pending.
- */
-export async function insertDeliveries(db: Db, rows: NewDelivery[]): Promise<Set<string>> {
-  if (rows.length === 0) return new Set();
-  const result = await sql<{ id: string }>`
-    with v as (
-      select * from unnest(
-        ${sql.val(rows.map((r) => r.id))}::uuid[],
-        ${sql.val(rows.map((r) => r.webhookId))}::uuid[],
-        ${sql.val(rows.map((r) => r.eventId))}::uuid[],
-        ${sql.val(rows.map((r) => r.evento))}::text[]
-      ) as v(id, webhook_id, evento_id, evento)
-    ), ins as (
-      insert into entregas (id, webhook_id, evento_id, evento)
-      select id, webhook_id, evento_id, evento from v
-      on conflict do nothing
-      returning id
-    )
-    select id from ins
-    union all
-    select e.id from entregas e join v on v.id = e.id where e.estado = 'pendiente'
-  `.execute(db);
-  return new Set(result.rows.map((r) => r.id));
 }
 
 /** What the dispatcher needs to send one delivery: its state and its webhook's target. */

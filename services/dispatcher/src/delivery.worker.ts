@@ -12,6 +12,10 @@ import {
 } from '@svc/webhook-sender';
 import { createMicroBatcher } from './micro-batch';
 import type { DispatcherMetrics } from './observability/dispatcher-metrics';
+import { findWebhookTargets, type WebhookTarget } from './webhook.repository';
+
+/** How long a webhook's url, secret and state are reused for first attempts without reading them again. */
+export const WEBHOOK_CACHE_MS = 1000;
 
 /** What became of one run of a delivery job. */
 export type DeliveryStep = 'success' | 'retry' | 'failure' | 'duplicate' | 'missing';
@@ -30,11 +34,16 @@ export interface DeliveryProcessor {
 }
 
 /**
- * One attempt of one delivery per job run. Reads the delivery and its webhook (batched with the
- * other jobs in flight), sends through the guarded sender, and records the attempt (batched too;
- * the job completes only after its batch has committed, so an acknowledged attempt is never lost).
- * A failure throws, and the queue's backoff spaces the next attempt: 1 s, then 2 s, after the end
- * of the previous one.
+ * One attempt of one delivery per job run: find the target, send through the guarded sender, and
+ * record the attempt (batched with the other jobs in flight; the job completes only after its
+ * batch has committed, so an acknowledged attempt is never lost). A failure throws, and the
+ * queue's backoff spaces the next attempt: 1 s, then 2 s, after the end of the previous one.
+ *
+ * The first run of a job cannot repeat an ended delivery (the fan-out queues pending deliveries
+ * only, under a job id that makes a re-add a no-op), so it takes the webhook from a cache of one
+ * second and goes straight to sending. A retry, or a job run again after its process died
+ * (`attemptsStarted` ahead of `attemptsMade`), reads the delivery and its webhook afresh and skips a
+ * delivery that already ended: the crashed run may have sent and recorded it.
  */
 export function createDeliveryProcessor(deps: {
   db: Db;
@@ -44,7 +53,24 @@ export function createDeliveryProcessor(deps: {
 }): DeliveryProcessor {
   const { db, sender, metrics, logger } = deps;
 
-  const targets = createMicroBatcher<string, DeliveryTarget | undefined>(
+  const webhooks = createMicroBatcher<string, WebhookTarget | undefined>(
+    async (ids) => {
+      const found = await findWebhookTargets(db, [...new Set(ids)]);
+      return ids.map((id) => found.get(id));
+    },
+    { maxBatch: 500, maxInFlight: 2 },
+  );
+  const cache = new Map<string, { at: number; target: WebhookTarget | undefined }>();
+  const cachedWebhook = async (id: string): Promise<WebhookTarget | undefined> => {
+    const hit = cache.get(id);
+    if (hit && Date.now() - hit.at < WEBHOOK_CACHE_MS) return hit.target;
+    const target = await webhooks.submit(id);
+    if (cache.size > 10_000) cache.clear();
+    cache.set(id, { at: Date.now(), target });
+    return target;
+  };
+
+  const deliveries = createMicroBatcher<string, DeliveryTarget | undefined>(
     async (ids) => {
       const found = await findDeliveryTargets(db, [...new Set(ids)]);
       return ids.map((id) => found.get(id));
@@ -80,13 +106,20 @@ export function createDeliveryProcessor(deps: {
     const attempt = job.attemptsMade + 1;
     const maxAttempts = job.opts.attempts ?? DELIVERY_MAX_ATTEMPTS;
 
-    const target = await targets.submit(d.deliveryId);
+    const firstRun = job.attemptsMade === 0 && (job.attemptsStarted ?? 1) <= 1;
+    let target: Pick<WebhookTarget, 'url' | 'secret' | 'activo'> | undefined;
+    if (firstRun) {
+      target = await cachedWebhook(d.webhookId);
+    } else {
+      const current = await deliveries.submit(d.deliveryId);
+      // Already ended: the run that crashed had sent and recorded it. Never send twice knowingly.
+      if (current && current.estado !== 'pendiente') return 'duplicate';
+      target = current;
+    }
     if (!target) {
-      logger.warn({ deliveryId: d.deliveryId, eventId: d.eventId, webhookId: d.webhookId }, 'delivery row not found; dropped');
+      logger.warn({ deliveryId: d.deliveryId, eventId: d.eventId, webhookId: d.webhookId }, 'delivery or webhook not found; dropped');
       return 'missing';
     }
-    // Already ended: a job re-run after a crash, or a re-added duplicate. Never send twice knowingly.
-    if (target.estado !== 'pendiente') return 'duplicate';
     if (!target.activo) {
       if (await abandonDelivery(db, d.deliveryId)) finished(d, 'failure', { intentos: attempt - 1, reason: 'webhook inactive' });
       return 'failure';
@@ -128,7 +161,7 @@ export function createDeliveryProcessor(deps: {
   return {
     process,
     async drain() {
-      await targets.drain();
+      await Promise.all([webhooks.drain(), deliveries.drain()]);
       await recorder.drain();
     },
   };

@@ -81,7 +81,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       return { [JOBS.shipmentEvent.queue]: events, [JOBS.delivery.queue]: deliveries };
     });
 
-    const fanOut = createFanOut({ db, deliveryQueue, logger });
+    const fanOut = createFanOut({ db, deliveryQueue });
     const deliveries = createDeliveryProcessor({ db, sender, metrics, logger });
 
     const workerOptions = {
