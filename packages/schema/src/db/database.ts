@@ -27,8 +27,41 @@ export function createPool(settings: PoolSettings): pg.Pool {
   return pool;
 }
 
+/** A statement whose text begins with `/*prepared:NAME*\/` runs as the named prepared statement NAME. */
+const PREPARED = '/*prepared:';
+
+function preparedName(text: string): string | undefined {
+  if (!text.startsWith(PREPARED)) return undefined;
+  const end = text.indexOf('*/', PREPARED.length);
+  return end > PREPARED.length ? text.slice(PREPARED.length, end) : undefined;
+}
+
+/**
+ * kysely runs `client.query(text, values)`, so Postgres parses and plans every statement again.
+ * A hot statement opts in to being prepared once per connection by starting with
+ * `/*prepared:NAME*\/`: a pg client then sends only Bind and Execute for it.
+ */
+function preparingPool(pool: pg.Pool) {
+  const wrapped = new WeakMap<pg.PoolClient, { query: pg.PoolClient['query']; release: () => void }>();
+  const wrap = (client: pg.PoolClient) => {
+    let w = wrapped.get(client);
+    if (!w) {
+      const query = ((text: unknown, values?: unknown) => {
+        const name = typeof text === 'string' ? preparedName(text) : undefined;
+        return name
+          ? client.query({ name, text: text as string, values: values as unknown[] })
+          : client.query(text as string, values as unknown[]);
+      }) as pg.PoolClient['query'];
+      w = { query, release: () => client.release() };
+      wrapped.set(client, w);
+    }
+    return w;
+  };
+  return { connect: async () => wrap(await pool.connect()), end: () => pool.end() };
+}
+
 export function createDb(pool: pg.Pool): Kysely<Database> {
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) });
 }
 
 export type Db = Kysely<Database>;

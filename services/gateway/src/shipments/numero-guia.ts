@@ -2,14 +2,23 @@ import { randomBytes } from 'node:crypto';
 
 // Crockford's base32: no I, L, O or U, so a number read aloud or retyped is not misread.
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+const LENGTH = 10;
+
+// Random bytes are drawn in blocks: one system call per 400 numbers instead of one per number.
+const BLOCK = 4000;
+let pool = Buffer.alloc(0);
+let offset = 0;
 
 /**
  * 'SVC' + 10 random base32 characters (50 bits): short enough to read over the phone, random
  * enough that a collision is rare; the unique index catches the rare one and the creation retries.
  */
 export function generateNumeroGuia(): string {
-  const bytes = randomBytes(10);
+  if (offset + LENGTH > pool.length) {
+    pool = randomBytes(BLOCK);
+    offset = 0;
+  }
   let out = 'SVC';
-  for (const b of bytes) out += ALPHABET[b & 31];
+  for (let i = 0; i < LENGTH; i++) out += ALPHABET[pool[offset++]! & 31];
   return out;
 }

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { Db, Estado, Guia, Modo, PlanPersonalizado, ShipmentEvent } from '@svc/schema';
 
 /** Whose shipments a caller may see: the company's of one mode, or only one branch's. */
@@ -30,6 +30,71 @@ export interface Owner {
   modo: Modo;
 }
 
+/*
+ * The creation statement, in four shapes (live or sandbox; one shipment or a batch). Its text is
+ * fixed per shape and built once, and it runs as a prepared statement (see createDb): on the hot
+ * path that spares kysely's query building and Postgres's parse and plan on every creation.
+ * `@name` marks a parameter; statement() numbers them.
+ */
+const USED_TODAY = '(case when guias_hoy_dia = @day::date then guias_hoy else 0 end)';
+const CHARGED = `charged as (
+    update empresas set
+      guias_hoy = ${USED_TODAY} + @n::int,
+      guias_hoy_dia = @day::date,
+      creditos = case when plan_personalizado = 'APROBADA' then creditos else creditos - @n::int end
+    where id = @empresa::uuid
+      and ${USED_TODAY} + @n::int <= limite_diario
+      and (plan_personalizado = 'APROBADA' or (plan_activo and creditos >= @n::int))
+    returning id
+  ),`;
+const INPUT = `input as (
+    select * from jsonb_to_recordset(@guias::jsonb)
+      as x(ord int, numero_guia text, evento_id uuid, destinatario jsonb, paquete jsonb, referencia text, extra jsonb)
+  ),`;
+const EVENT = `@empresa::uuid, @sucursal::uuid, 'GUIA_CREADA',
+    jsonb_build_object('numeroGuia', inserted.numero_guia, 'estado', 'CREADA'), @requestId::text`;
+
+type Param = 'day' | 'n' | 'empresa' | 'sucursal' | 'modo' | 'requestId' | 'guias' | 'numero' | 'destinatario' | 'paquete' | 'referencia' | 'extra' | 'eventId';
+
+function statement(template: string): { text: string; params: Param[] } {
+  const params: Param[] = [];
+  const text = template.replace(/@([A-Za-z]+)/g, (_m, name: Param) => {
+    if (!params.includes(name)) params.push(name);
+    return `$${params.indexOf(name) + 1}`;
+  });
+  return { text, params };
+}
+
+function creation(live: boolean, one: boolean): { text: string; params: Param[] } {
+  const rows = one
+    ? `select @numero::text, @empresa::uuid, @sucursal::uuid, @modo::text, 'CREADA', @destinatario::jsonb, @paquete::jsonb,
+        @referencia::text, @extra::jsonb ${live ? 'from charged' : ''}`
+    : `select numero_guia, @empresa::uuid, @sucursal::uuid, @modo::text, 'CREADA', destinatario, paquete, referencia, extra
+      from input ${live ? 'where exists (select 1 from charged)' : ''} order by ord`;
+  const events = !live
+    ? ''
+    : `, events as (insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id)
+        ${one ? `select @eventId::uuid, ${EVENT} from inserted` : `select input.evento_id, ${EVENT} from input join inserted using (numero_guia)`})`;
+  return statement(`/*prepared:svc_create_guias_${live ? 'live' : 'test'}_${one ? 'one' : 'many'}*/
+with ${live ? CHARGED : ''} ${one ? '' : INPUT}
+  inserted as (
+    insert into guias (numero_guia, empresa_id, sucursal_id, modo, estado, destinatario, paquete, referencia, extra)
+    ${rows}
+    returning id, numero_guia, created_at
+  ),
+  history as (
+    insert into guia_historial (guia_id, estado, evento, fecha)
+    select id, 'CREADA', 'GUIA_CREADA', created_at from inserted
+  )
+  ${events}
+select numero_guia, created_at from inserted`);
+}
+
+const CREATION = {
+  live: { one: creation(true, true), many: creation(true, false) },
+  test: { one: creation(false, true), many: creation(false, false) },
+};
+
 /**
  * Creates the shipments in ONE statement (a round trip is the dearest thing on the hot path):
  * for a live owner, the charge of `n` shipments to today's allowance and, unless the custom plan is
@@ -44,63 +109,43 @@ export async function insertGuias(
   guias: NewGuia[],
   context: { day: string; requestId: string | null },
 ): Promise<InsertedGuia[]> {
-  const { day, requestId } = context;
-  const n = guias.length;
-  const live = owner.modo === 'live';
-  const input = JSON.stringify(
-    guias.map((g, ord) => ({
-      ord,
-      numero_guia: g.numeroGuia,
-      evento_id: g.eventId,
-      destinatario: g.destinatario,
-      paquete: g.paquete,
-      referencia: g.referencia,
-      extra: g.extra,
-    })),
+  const one = guias.length === 1 ? guias[0] : undefined;
+  const values: Record<Param, unknown> = {
+    day: context.day,
+    n: guias.length,
+    empresa: owner.empresaId,
+    sucursal: owner.sucursalId,
+    modo: owner.modo,
+    requestId: context.requestId,
+    guias: one
+      ? null
+      : JSON.stringify(
+          guias.map((g, ord) => ({
+            ord,
+            numero_guia: g.numeroGuia,
+            evento_id: g.eventId,
+            destinatario: g.destinatario,
+            paquete: g.paquete,
+            referencia: g.referencia,
+            extra: g.extra,
+          })),
+        ),
+    numero: one?.numeroGuia,
+    destinatario: one && JSON.stringify(one.destinatario),
+    paquete: one && JSON.stringify(one.paquete),
+    referencia: one?.referencia,
+    extra: one?.extra ? JSON.stringify(one.extra) : null,
+    eventId: one?.eventId,
+  };
+  const { text, params } = CREATION[owner.modo][one ? 'one' : 'many'];
+  const result = await trx.executeQuery<{ numero_guia: string; created_at: Date }>(
+    CompiledQuery.raw(
+      text,
+      params.map((p) => values[p] ?? null),
+    ),
   );
-  const usedToday = sql`(case when guias_hoy_dia = ${day}::date then guias_hoy else 0 end)`;
-  const charged = live
-    ? sql`charged as (
-        update empresas set
-          guias_hoy = ${usedToday} + ${n},
-          guias_hoy_dia = ${day}::date,
-          creditos = case when plan_personalizado = 'APROBADA' then creditos else creditos - ${n} end
-        where id = ${owner.empresaId}
-          and ${usedToday} + ${n} <= limite_diario
-          and (plan_personalizado = 'APROBADA' or (plan_activo and creditos >= ${n}))
-        returning id
-      ),`
-    : sql``;
-  const events = live
-    ? sql`, events as (
-        insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id)
-        select input.evento_id, ${owner.empresaId}, ${owner.sucursalId}, 'GUIA_CREADA',
-               jsonb_build_object('numeroGuia', input.numero_guia, 'estado', 'CREADA'), ${requestId}
-        from input join inserted using (numero_guia)
-      )`
-    : sql``;
-  const result = await sql<{ numero_guia: string; created_at: Date }>`
-    with ${charged}
-    input as (
-      select * from jsonb_to_recordset(${input}::jsonb)
-        as x(ord int, numero_guia text, evento_id uuid, destinatario jsonb, paquete jsonb, referencia text, extra jsonb)
-    ),
-    inserted as (
-      insert into guias (numero_guia, empresa_id, sucursal_id, modo, estado, destinatario, paquete, referencia, extra)
-      select numero_guia, ${owner.empresaId}, ${owner.sucursalId}, ${owner.modo}, 'CREADA', destinatario, paquete, referencia, extra
-      from input
-      ${live ? sql`where exists (select 1 from charged)` : sql``}
-      order by ord
-      returning id, numero_guia, created_at
-    ),
-    history as (
-      insert into guia_historial (guia_id, estado, evento, fecha)
-      select id, 'CREADA', 'GUIA_CREADA', created_at from inserted
-    )
-    ${events}
-    select numero_guia, created_at from inserted
-  `.execute(trx);
   if (result.rows.length === 0) return [];
+  if (one) return [{ numeroGuia: one.numeroGuia, createdAt: result.rows[0]!.created_at }];
   const byNumero = new Map(result.rows.map((r) => [r.numero_guia, r.created_at]));
   return guias.map((g) => ({ numeroGuia: g.numeroGuia, createdAt: byNumero.get(g.numeroGuia)! }));
 }

@@ -1,0 +1,58 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+// /proc/<pid>/stat counts CPU time in clock ticks; Linux reports 100 per second.
+const TICKS_PER_SECOND = 100;
+
+function ticksOf(pid: number): { comm: string; ticks: number; sys: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const close = stat.lastIndexOf(')');
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    const fields = stat.slice(close + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after "pid (comm) ".
+    return { comm, ticks: Number(fields[11]) + Number(fields[12]), sys: Number(fields[12]) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds used so far by each group: given pids, plus every process whose name matches. */
+export function cpuSnapshot(groups: Record<string, number | RegExp>): Record<string, number> {
+  const out: Record<string, number> = {};
+  const byName = Object.entries(groups).filter((e): e is [string, RegExp] => e[1] instanceof RegExp);
+  for (const [name, pid] of Object.entries(groups)) {
+    out[name] = 0;
+    if (typeof pid === 'number') {
+      const t = ticksOf(pid);
+      out[name] = (t?.ticks ?? 0) / TICKS_PER_SECOND;
+      // Kernel time of the process (socket writes, wake-ups), reported apart.
+      out[`${name}.sys`] = (t?.sys ?? 0) / TICKS_PER_SECOND;
+    }
+  }
+  if (byName.length) {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      const t = ticksOf(Number(entry));
+      if (!t) continue;
+      for (const [name, re] of byName) if (re.test(t.comm)) out[name]! += t.ticks / TICKS_PER_SECOND;
+    }
+  }
+  out.bench = (process.cpuUsage().user + process.cpuUsage().system) / 1e6;
+  // The whole machine (all cores), to tell our load from everyone else's.
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = cpu;
+  out.machine = (user + nice + system + irq + softirq + steal) / TICKS_PER_SECOND;
+  out.idle = (idle + iowait) / TICKS_PER_SECOND;
+  return out;
+}
+
+/** Percent of one core used by each group between two snapshots. */
+export function cpuPercent(before: Record<string, number>, after: Record<string, number>, seconds: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of Object.keys(after)) out[k] = Math.round(((after[k]! - (before[k] ?? 0)) / seconds) * 100);
+  const ours = Object.entries(out)
+    .filter(([k]) => k !== 'machine' && k !== 'idle' && !k.endsWith('.sys'))
+    .reduce((sum, [, v]) => sum + v, 0);
+  out.others = Math.max(0, (out.machine ?? 0) - ours);
+  return out;
+}

@@ -1,0 +1,256 @@
+// `pnpm bench:gateway`: the real gateway (a child process, real Postgres and Redis) against a bare
+// express server, under autocannon at 50 connections. Method and figures: bench/README.md.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { createDb, createPool, migrateToLatest } from '@svc/schema';
+import { cpuPercent, cpuSnapshot } from './cpu';
+
+const ROOT = join(__dirname, '..', '..');
+const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const DB_NAME = 'svc_bench_gateway';
+const PREFIX = `svcbench:gw:${randomBytes(4).toString('hex')}`;
+const ADMIN = `bench-admin-${randomBytes(12).toString('hex')}`;
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+const GATEWAY_PORT = Number(process.env.BENCH_GATEWAY_PORT ?? 3901);
+const METRICS_PORT = GATEWAY_PORT + 1;
+const BARE_PORT = GATEWAY_PORT + 2;
+const READ_TOKENS = 100;
+const COMPANIES = 10;
+
+async function freshDatabase(): Promise<string> {
+  const admin = new pg.Client({ connectionString: `${PG_BASE}/postgres` });
+  await admin.connect();
+  try {
+    await admin.query(`drop database if exists "${DB_NAME}" with (force)`);
+    await admin.query(`create database "${DB_NAME}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = `${PG_BASE}/${DB_NAME}`;
+  const db = createDb(createPool({ connectionString: url, max: 1 }));
+  try {
+    await migrateToLatest(db);
+  } finally {
+    await db.destroy();
+  }
+  return url;
+}
+
+function start(name: string, args: string[], env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout?.on('data', (b: Buffer) => {
+    if (process.env.BENCH_VERBOSE) process.stdout.write(`[${name}] ${b.toString()}`);
+  });
+  child.stderr?.on('data', (b: Buffer) => process.stderr.write(`[${name}] ${b.toString()}`));
+  return child;
+}
+
+async function waitFor(url: string, ok: (status: number) => boolean): Promise<void> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    try {
+      if (ok((await fetch(url)).status)) return;
+    } catch {}
+    if (Date.now() > until) throw new Error(`${url} did not come up`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+  });
+}
+
+const peakRssMb = (pid: number): number => {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+};
+
+async function admin<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`http://127.0.0.1:${GATEWAY_PORT}/internal/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = (await res.json()) as { data: T };
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+async function company(fields: Record<string, unknown>): Promise<{ id: string; live: string }> {
+  const { id } = await admin<{ id: string }>('POST', '/empresas', { nombre: 'Bench', verificada: true, ...fields });
+  const { live } = await admin<{ live: string }>('POST', `/empresas/${id}/tokens`);
+  return { id, live };
+}
+
+interface Figures {
+  name: string;
+  cpu: Record<string, number>;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  total: number;
+}
+
+/** Each request takes the next token in turn, so the load spreads over many tokens (or companies). */
+function rotating(tokens: string[], method: 'GET' | 'POST', path: string, body?: string): autocannon.Request[] {
+  let i = 0;
+  return [
+    {
+      method,
+      path,
+      body,
+      setupRequest: (req) => ({
+        ...req,
+        headers: { ...req.headers, authorization: `Bearer ${tokens[i++ % tokens.length]!}`, 'content-type': 'application/json' },
+      }),
+    },
+  ];
+}
+
+let cpuGroups: Record<string, number | RegExp> = {};
+
+async function load(name: string, url: string, requests?: autocannon.Request[], duration = DURATION): Promise<Figures> {
+  const before = cpuSnapshot(cpuGroups);
+  const started = Date.now();
+  const result = await autocannon({ url, connections: CONNECTIONS, duration, requests });
+  return {
+    name,
+    cpu: cpuPercent(before, cpuSnapshot(cpuGroups), (Date.now() - started) / 1000),
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    total: result.requests.total,
+  };
+}
+
+async function scenario(name: string, url: string, requests?: autocannon.Request[]): Promise<Figures> {
+  if (WARMUP > 0) await load(`${name} (warm-up)`, url, requests, WARMUP);
+  const f = await load(name, url, requests);
+  const cpu = Object.entries(f.cpu).map(([k, v]) => `${k} ${v}%`).join(', ');
+  console.log(`  ${name}: ${f.rps} req/s, p50 ${f.p50} ms, p99 ${f.p99} ms, non-2xx ${f.non2xx}, errors ${f.errors}; CPU (% of one core): ${cpu}`);
+  return f;
+}
+
+async function main(): Promise<void> {
+  console.log(`bench:gateway: ${CONNECTIONS} connections, ${DURATION} s per scenario (+${WARMUP} s warm-up); load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const databaseUrl = await freshDatabase();
+  // BENCH_GATEWAY_NODE_ARGS: e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the gateway.
+  const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const gateway = start('gateway', [...nodeArgs, '--import', 'tsx', 'services/gateway/src/main.ts'], {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL,
+    REDIS_PREFIX: PREFIX,
+    PORT: String(GATEWAY_PORT),
+    GATEWAY_METRICS_PORT: String(METRICS_PORT),
+    ADMIN_TOKEN: ADMIN,
+    LOG_LEVEL: 'warn',
+    // The reads go through the rate-limit script on every request; a high limit keeps them 200s.
+    RATE_LIMIT_PER_MINUTE: '10000000',
+  });
+  const bare = start('bare-express', ['--import', 'tsx', 'bench/gateway/bare-express.ts'], { PORT: String(BARE_PORT) });
+  try {
+    await waitFor(`http://127.0.0.1:${METRICS_PORT}/readyz`, (s) => s === 200);
+    await waitFor(`http://127.0.0.1:${BARE_PORT}/api/v1/empresa`, (s) => s === 200);
+    cpuGroups = { gateway: gateway.pid!, bare: bare.pid!, postgres: /^postgres$/, redis: /^redis-server$/ };
+
+    const readers = await company({});
+    const readTokens = [readers.live];
+    for (let i = 1; i < READ_TOKENS; i++) readTokens.push((await company({})).live);
+    const creators = [];
+    for (let i = 0; i < COMPANIES; i++) creators.push(await company({ limiteDiario: 1_000_000, planActivo: true, creditos: 100_000_000 }));
+
+    const only = process.env.BENCH_ONLY?.split(',');
+    const wanted = (key: string): boolean => !only || only.includes(key);
+    const results: Partial<Record<'bare' | 'read' | 'create', Figures>> = {};
+    if (wanted('bare')) {
+      results.bare = await scenario('bare express GET /api/v1/empresa', `http://127.0.0.1:${BARE_PORT}/api/v1/empresa`);
+    }
+    if (wanted('read')) {
+      results.read = await scenario(
+        `gateway GET /api/v1/empresa (${READ_TOKENS} tokens)`,
+        `http://127.0.0.1:${GATEWAY_PORT}`,
+        rotating(readTokens, 'GET', '/api/v1/empresa'),
+      );
+    }
+    if (wanted('create')) {
+      const body = JSON.stringify({
+        destinatario: { nombre: 'Cliente Bench', telefono: '+502 5555 0000', direccion: '6a Avenida 10-20, Zona 1' },
+        paquete: { peso: 2.5 },
+        referencia: 'BENCH',
+      });
+      results.create = await scenario(
+        `gateway POST /api/v1/guias (${COMPANIES} companies)`,
+        `http://127.0.0.1:${GATEWAY_PORT}`,
+        rotating(
+          creators.map((c) => c.live),
+          'POST',
+          '/api/v1/guias',
+          body,
+        ),
+      );
+    }
+    const rss = gateway.pid ? peakRssMb(gateway.pid) : NaN;
+
+    // Every creation answered 201 must be a committed shipment with its event relayed.
+    const check = new pg.Client({ connectionString: databaseUrl });
+    await check.connect();
+    await new Promise((r) => setTimeout(r, 1500));
+    const counts = await check.query<{ guias: string; pending: string; charged: string }>(
+      `select (select count(*) from guias) guias,
+              (select count(*) from outbox where enviado_en is null) pending,
+              (select sum(guias_hoy) from empresas) charged`,
+    );
+    await check.end();
+
+    const { bare: bareF, read: readF, create: createF } = results;
+    console.log('\nscenario                                         req/s   ratio    p50 ms   p99 ms   non-2xx');
+    for (const f of Object.values(results)) {
+      const ratio = bareF ? `${((f.rps / bareF.rps) * 100).toFixed(1).padStart(5)}%` : '     -';
+      console.log(
+        `${f.name.padEnd(48)} ${String(f.rps).padStart(6)}  ${ratio}  ${String(f.p50).padStart(7)}  ${String(f.p99).padStart(7)}  ${String(f.non2xx).padStart(8)}`,
+      );
+    }
+    console.log(`\ngateway peak RSS (VmHWM): ${rss} MB`);
+    console.log(`shipments in the database: ${counts.rows[0]!.guias} (charged: ${counts.rows[0]!.charged}); outbox unsent after 1.5 s: ${counts.rows[0]!.pending}`);
+    console.log(`load average after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    if (bareF && readF) {
+      const ok = readF.rps >= 0.45 * bareF.rps && readF.p99 < 30;
+      console.log(`target: authenticated reads >= 45% of bare express with p99 < 30 ms: ${ok ? 'met' : 'MISSED'}`);
+    }
+    if (createF) console.log(`target: creations >= 1000/s: ${createF.rps >= 1000 ? 'met' : 'MISSED'}`);
+  } finally {
+    await stop(gateway);
+    await stop(bare);
+    const redis = new Redis(REDIS_URL);
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+    redis.disconnect();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
