@@ -1,0 +1,67 @@
+import type pg from 'pg';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
+import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
+import { startReceiver, type Receiver } from '../../../test/support/https-receiver';
+import { bearer, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
+import { startTestDispatcher } from '../../../test/support/test-dispatcher';
+import { createBatch, guia, sqlPool } from '../../gateway/test/shipment-fixtures';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('a graceful stop', () => {
+  let receiver: Receiver;
+  let database: TestDatabase;
+  let prefix: string;
+  let gw: TestGateway;
+  let pool: pg.Pool;
+
+  beforeAll(async () => {
+    receiver = await startReceiver({ defaultResponse: { status: 200, delayMs: 300 } });
+    database = await createTestDatabase();
+    prefix = uniquePrefix('stop');
+    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
+    pool = sqlPool(database.url);
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await receiver?.close();
+    await pool?.end();
+    await dropPrefix(prefix);
+    await database?.drop();
+  });
+
+  it('finishes and records the deliveries in flight, leaves the rest queued for the next dispatcher, sends nothing twice', async () => {
+    const first = await startTestDispatcher({ databaseUrl: database.url, redisPrefix: prefix, env: { DISPATCHER_CONCURRENCY: '5' } });
+    const c = await createCompany(gw, { planActivo: true, creditos: 100 });
+    const res = await gw.http.post('/api/v1/webhooks').set('Authorization', bearer(c.live)).send({ url: receiver.url('/stop') });
+    expect(res.status).toBe(201);
+    expect((await createBatch(gw, c.live, Array.from({ length: 40 }, (_, i) => guia(i)))).status).toBe(201);
+
+    await receiver.waitFor(5, 10_000);
+    await first.stop(); // waits for the 5 in flight (each answered after 300 ms) and their records
+    const sentBeforeStop = receiver.requests.length;
+    const rows = await pool.query<{ estado: string; intentos: number; n: string }>(
+      'select estado, intentos, count(*) n from entregas group by estado, intentos',
+    );
+    const byState = Object.fromEntries(rows.rows.map((r) => [`${r.estado}/${r.intentos}`, Number(r.n)]));
+    // Every request that went out is recorded as a success; nothing is left half-done.
+    expect(byState['exitosa/1']).toBe(sentBeforeStop);
+    expect(byState['pendiente/0']).toBe(40 - sentBeforeStop);
+    await sleep(500);
+    expect(receiver.requests.length).toBe(sentBeforeStop);
+
+    const second = await startTestDispatcher({ databaseUrl: database.url, redisPrefix: prefix, env: { DISPATCHER_CONCURRENCY: '20' } });
+    try {
+      await receiver.waitFor(40, 15_000);
+      const succeeded = async () => Number((await pool.query(`select count(*) n from entregas where estado = 'exitosa'`)).rows[0].n);
+      for (let i = 0; i < 50 && (await succeeded()) < 40; i++) await sleep(100);
+      expect(await succeeded()).toBe(40);
+      await sleep(500);
+      const ids = receiver.requests.map((r) => r.headers['x-request-id']);
+      expect(new Set(ids).size).toBe(40);
+      expect(ids).toHaveLength(40);
+    } finally {
+      await second.stop();
+    }
+  }, 30_000);
+});
