@@ -141,7 +141,28 @@ async function load(name: string, url: string, requests?: autocannon.Request[], 
   };
 }
 
+/**
+ * Other work on this shared machine skews the figures: before each scenario, wait (up to
+ * BENCH_QUIET_TIMEOUT seconds, default 180) until the machine's CPU use, ours idle, stays under
+ * BENCH_QUIET_PERCENT (of one core, default 25) for two seconds.
+ */
+async function waitForQuiet(): Promise<void> {
+  const limit = Number(process.env.BENCH_QUIET_PERCENT ?? 25);
+  const deadline = Date.now() + Number(process.env.BENCH_QUIET_TIMEOUT ?? 180) * 1000;
+  for (;;) {
+    const before = cpuSnapshot({});
+    await new Promise((r) => setTimeout(r, 2000));
+    const busy = cpuPercent(before, cpuSnapshot({}), 2).machine ?? 0;
+    if (busy <= limit) return;
+    if (Date.now() > deadline) {
+      console.log(`  (machine still busy: ${busy}% of one core used by other work; measuring anyway)`);
+      return;
+    }
+  }
+}
+
 async function scenario(name: string, url: string, requests?: autocannon.Request[]): Promise<Figures> {
+  await waitForQuiet();
   if (WARMUP > 0) await load(`${name} (warm-up)`, url, requests, WARMUP);
   const f = await load(name, url, requests);
   const cpu = Object.entries(f.cpu).map(([k, v]) => `${k} ${v}%`).join(', ');
@@ -164,6 +185,7 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'warn',
     // The reads go through the rate-limit script on every request; a high limit keeps them 200s.
     RATE_LIMIT_PER_MINUTE: '10000000',
+    ...(process.env.BENCH_DB_POOL_SIZE ? { DB_POOL_SIZE: process.env.BENCH_DB_POOL_SIZE } : {}),
   });
   const bare = start('bare-express', ['--import', 'tsx', 'bench/gateway/bare-express.ts'], { PORT: String(BARE_PORT) });
   try {
@@ -221,11 +243,14 @@ async function main(): Promise<void> {
     await check.end();
 
     const { bare: bareF, read: readF, create: createF } = results;
-    console.log('\nscenario                                         req/s   ratio    p50 ms   p99 ms   non-2xx');
+    // CPU per request of the server under test (µs of one core): steadier than req/s on a shared machine.
+    console.log('\nscenario                                         req/s   ratio   p50 ms  p99 ms  non-2xx  server CPU/req  others CPU');
     for (const f of Object.values(results)) {
       const ratio = bareF ? `${((f.rps / bareF.rps) * 100).toFixed(1).padStart(5)}%` : '     -';
+      const serverCpu = f.name.startsWith('bare') ? f.cpu.bare : f.cpu.gateway;
+      const perRequest = Math.round(((serverCpu ?? 0) / 100 / Math.max(1, f.rps)) * 1e6);
       console.log(
-        `${f.name.padEnd(48)} ${String(f.rps).padStart(6)}  ${ratio}  ${String(f.p50).padStart(7)}  ${String(f.p99).padStart(7)}  ${String(f.non2xx).padStart(8)}`,
+        `${f.name.padEnd(48)} ${String(f.rps).padStart(6)}  ${ratio}  ${String(f.p50).padStart(6)}  ${String(f.p99).padStart(6)}  ${String(f.non2xx).padStart(7)}  ${String(perRequest).padStart(11)} µs  ${String(f.cpu.others).padStart(8)}%`,
       );
     }
     console.log(`\ngateway peak RSS (VmHWM): ${rss} MB`);
