@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { validateGuiaCreate } from '@svc/schema';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
 import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
 import {
@@ -9,7 +10,11 @@ import {
   type Company,
   type TestGateway,
 } from '../../../test/support/test-gateway';
-import { count, createBatch, createOne, guia, moveOn, sqlPool } from './shipment-fixtures';
+import { hashToken } from '../src/auth/token';
+import { findPrincipalByHash } from '../src/auth/token.repository';
+import { generateNumeroGuia } from '../src/shipments/numero-guia';
+import { createGuias } from '../src/shipments/shipment.service';
+import { count, createBatch, createOne, empresaRow, guia, moveOn, sqlPool } from './shipment-fixtures';
 
 const NUMERO = /^SVC[0-9A-HJKMNP-TV-Z]{10}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -85,6 +90,30 @@ describe('shipments: creation, listing and tracking', () => {
         numbers.add(res.body.data.numeroGuia as string);
       }
       expect(numbers.size).toBe(5);
+    });
+
+    it('retries the whole creation with new numbers when a generated one is already taken', async () => {
+      const c = await createCompany(gw, { planActivo: true, creditos: 10 });
+      const taken = (await createOne(gw, c.live)).body.data.numeroGuia as string;
+      const principal = (await findPrincipalByHash(gw.deps.db, hashToken(c.live)))!;
+      const given: string[] = [];
+      // The first two numbers collide with an existing shipment; the third is fresh.
+      const numbers = () => {
+        const n = given.length < 2 ? taken : generateNumeroGuia();
+        given.push(n);
+        return n;
+      };
+      const ctx = { principal, requestId: 'req-collision', idempotency: undefined };
+      const answer = await createGuias(gw.deps, ctx, [validateGuiaCreate(guia(2))], 'single', numbers);
+      expect(answer.status).toBe(201);
+      expect(given).toHaveLength(3);
+      expect((answer.body as { data: { numeroGuia: string } }).data.numeroGuia).toBe(given[2]);
+      expect(await count(pool, 'select count(*) n from guias where empresa_id = $1', [c.id])).toBe(2);
+      expect(await count(pool, 'select count(*) n from outbox where empresa_id = $1', [c.id])).toBe(2);
+      expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 8, guias_hoy: 2 });
+      // A number that keeps colliding gives up after four attempts, charging nothing.
+      await expect(createGuias(gw.deps, ctx, [validateGuiaCreate(guia(3))], 'single', () => taken)).rejects.toMatchObject({ code: '23505' });
+      expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 8, guias_hoy: 2 });
     });
 
     it('associates a shipment made with a branch token with that branch, and its event too', async () => {

@@ -90,6 +90,8 @@ export async function createGuias(
   ctx: { principal: Principal; requestId: string; idempotency: IdempotencyRequest | undefined },
   items: GuiaCreate[],
   shape: 'single' | 'batch',
+  /** Where numbers come from; a test passes one that collides to see the retry. */
+  newNumero: () => string = generateNumeroGuia,
 ): Promise<CreateAnswer> {
   const { db, clock, metrics } = deps;
   const { principal, idempotency: idem } = ctx;
@@ -99,7 +101,7 @@ export async function createGuias(
 
   for (let attempt = 1; ; attempt++) {
     const fresh = items.map((item) => ({
-      numeroGuia: generateNumeroGuia(),
+      numeroGuia: newNumero(),
       destinatario: item.destinatario,
       paquete: item.paquete,
       referencia: item.referencia ?? null,
