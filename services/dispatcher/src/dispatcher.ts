@@ -55,9 +55,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     undo.push(['redis', () => commands.quit().catch(() => commands.disconnect())]);
     await commands.connect();
     // Workers block on Redis and must ride out an outage: BullMQ requires maxRetriesPerRequest null.
-    // Auto-pipelining sends the scripts of jobs that end in the same turn (a committed batch) in one
-    // write: fewer syscalls for the dispatcher and fewer reads for Redis (the benchmark's CPU/delivery).
-    const workerRedis = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true, enableAutoPipelining: true });
+    const workerRedis = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
     workerRedis.on('error', () => undefined);
     undo.push(['worker redis', () => workerRedis.quit().catch(() => workerRedis.disconnect())]);
     await workerRedis.connect();
