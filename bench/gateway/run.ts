@@ -102,6 +102,8 @@ interface Figures {
   rps: number;
   p50: number;
   p99: number;
+  /** Interleaved scenarios: the worst round's p99 (p99 is then the median round's). */
+  p99max?: number;
   non2xx: number;
   errors: number;
   total: number;
@@ -161,13 +163,58 @@ async function waitForQuiet(): Promise<void> {
   }
 }
 
+function report(f: Figures): Figures {
+  const cpu = Object.entries(f.cpu).map(([k, v]) => `${k} ${v}%`).join(', ');
+  const worst = f.p99max === undefined ? '' : ` (worst round ${f.p99max} ms)`;
+  console.log(`  ${f.name}: ${f.rps} req/s, p50 ${f.p50} ms, p99 ${f.p99} ms${worst}, non-2xx ${f.non2xx}, errors ${f.errors}; CPU (% of one core): ${cpu}`);
+  return f;
+}
+
 async function scenario(name: string, url: string, requests?: autocannon.Request[]): Promise<Figures> {
   await waitForQuiet();
   if (WARMUP > 0) await load(`${name} (warm-up)`, url, requests, WARMUP);
-  const f = await load(name, url, requests);
-  const cpu = Object.entries(f.cpu).map(([k, v]) => `${k} ${v}%`).join(', ');
-  console.log(`  ${name}: ${f.rps} req/s, p50 ${f.p50} ms, p99 ${f.p99} ms, non-2xx ${f.non2xx}, errors ${f.errors}; CPU (% of one core): ${cpu}`);
-  return f;
+  return report(await load(name, url, requests));
+}
+
+interface Spec {
+  name: string;
+  url: string;
+  requests?: autocannon.Request[];
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+/**
+ * Scenarios to be compared as a ratio run in alternating 2-second rounds, so that whatever else
+ * the shared machine is doing weighs on both alike. req/s is over all rounds; p50 and p99 are the
+ * median round's, with the worst round's p99 beside it.
+ */
+async function interleaved(specs: Spec[]): Promise<Figures[]> {
+  const ROUND = 2;
+  const rounds = Math.max(1, Math.round(DURATION / ROUND));
+  await waitForQuiet();
+  for (const s of specs) if (WARMUP > 0) await load(`${s.name} (warm-up)`, s.url, s.requests, WARMUP);
+  const runs = specs.map(() => [] as Figures[]);
+  for (let r = 0; r < rounds; r++) {
+    for (const [i, s] of specs.entries()) runs[i]!.push(await load(s.name, s.url, s.requests, ROUND));
+  }
+  return specs.map((s, i) => {
+    const rs = runs[i]!;
+    const cpu: Record<string, number> = {};
+    for (const f of rs) for (const [k, v] of Object.entries(f.cpu)) cpu[k] = (cpu[k] ?? 0) + v / rs.length;
+    for (const k of Object.keys(cpu)) cpu[k] = Math.round(cpu[k]!);
+    return report({
+      name: s.name,
+      cpu,
+      rps: Math.round(rs.reduce((sum, f) => sum + f.total, 0) / (rounds * ROUND)),
+      p50: median(rs.map((f) => f.p50)),
+      p99: median(rs.map((f) => f.p99)),
+      p99max: Math.max(...rs.map((f) => f.p99)),
+      non2xx: rs.reduce((sum, f) => sum + f.non2xx, 0),
+      errors: rs.reduce((sum, f) => sum + f.errors, 0),
+      total: rs.reduce((sum, f) => sum + f.total, 0),
+    });
+  });
 }
 
 async function main(): Promise<void> {
@@ -202,15 +249,18 @@ async function main(): Promise<void> {
     const only = process.env.BENCH_ONLY?.split(',');
     const wanted = (key: string): boolean => !only || only.includes(key);
     const results: Partial<Record<'bare' | 'read' | 'create', Figures>> = {};
-    if (wanted('bare')) {
-      results.bare = await scenario('bare express GET /api/v1/empresa', `http://127.0.0.1:${BARE_PORT}/api/v1/empresa`);
-    }
-    if (wanted('read')) {
-      results.read = await scenario(
-        `gateway GET /api/v1/empresa (${READ_TOKENS} tokens)`,
-        `http://127.0.0.1:${GATEWAY_PORT}`,
-        rotating(readTokens, 'GET', '/api/v1/empresa'),
-      );
+    const bareSpec: Spec = { name: 'bare express GET /api/v1/empresa', url: `http://127.0.0.1:${BARE_PORT}/api/v1/empresa` };
+    const readSpec: Spec = {
+      name: `gateway GET /api/v1/empresa (${READ_TOKENS} tokens)`,
+      url: `http://127.0.0.1:${GATEWAY_PORT}`,
+      requests: rotating(readTokens, 'GET', '/api/v1/empresa'),
+    };
+    if (wanted('bare') && wanted('read')) {
+      [results.bare, results.read] = (await interleaved([bareSpec, readSpec])) as [Figures, Figures];
+    } else if (wanted('bare')) {
+      results.bare = await scenario(bareSpec.name, bareSpec.url);
+    } else if (wanted('read')) {
+      results.read = await scenario(readSpec.name, readSpec.url, readSpec.requests);
     }
     if (wanted('create')) {
       const body = JSON.stringify({
@@ -244,13 +294,13 @@ async function main(): Promise<void> {
 
     const { bare: bareF, read: readF, create: createF } = results;
     // CPU per request of the server under test (µs of one core): steadier than req/s on a shared machine.
-    console.log('\nscenario                                         req/s   ratio   p50 ms  p99 ms  non-2xx  server CPU/req  others CPU');
+    console.log('\nscenario                                         req/s   ratio   p50 ms  p99 ms (worst round)  non-2xx  server CPU/req  others CPU');
     for (const f of Object.values(results)) {
       const ratio = bareF ? `${((f.rps / bareF.rps) * 100).toFixed(1).padStart(5)}%` : '     -';
       const serverCpu = f.name.startsWith('bare') ? f.cpu.bare : f.cpu.gateway;
       const perRequest = Math.round(((serverCpu ?? 0) / 100 / Math.max(1, f.rps)) * 1e6);
       console.log(
-        `${f.name.padEnd(48)} ${String(f.rps).padStart(6)}  ${ratio}  ${String(f.p50).padStart(6)}  ${String(f.p99).padStart(6)}  ${String(f.non2xx).padStart(7)}  ${String(perRequest).padStart(11)} µs  ${String(f.cpu.others).padStart(8)}%`,
+        `${f.name.padEnd(48)} ${String(f.rps).padStart(6)}  ${ratio}  ${String(f.p50).padStart(6)}  ${`${f.p99}${f.p99max === undefined ? '' : ` (${f.p99max})`}`.padStart(20)}  ${String(f.non2xx).padStart(7)}  ${String(perRequest).padStart(11)} µs  ${String(f.cpu.others).padStart(8)}%`,
       );
     }
     console.log(`\ngateway peak RSS (VmHWM): ${rss} MB`);
