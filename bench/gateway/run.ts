@@ -185,12 +185,12 @@ interface Spec {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
 /**
- * Scenarios to be compared as a ratio run in alternating 2-second rounds, so that whatever else
+ * Scenarios to be compared as a ratio run in alternating rounds (BENCH_ROUND seconds, default 5), so that whatever else
  * the shared machine is doing weighs on both alike. req/s is over all rounds; p50 and p99 are the
  * median round's, with the worst round's p99 beside it.
  */
 async function interleaved(specs: Spec[]): Promise<Figures[]> {
-  const ROUND = 2;
+  const ROUND = Number(process.env.BENCH_ROUND ?? 5);
   const rounds = Math.max(1, Math.round(DURATION / ROUND));
   await waitForQuiet();
   for (const s of specs) if (WARMUP > 0) await load(`${s.name} (warm-up)`, s.url, s.requests, WARMUP);
