@@ -23,7 +23,8 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const GATEWAY_PORT = Number(process.env.BENCH_GATEWAY_PORT ?? 3901);
 const METRICS_PORT = GATEWAY_PORT + 1;
 const BARE_PORT = GATEWAY_PORT + 2;
-const READ_TOKENS = 100;
+// Each company gives a live and a test token, each with its own rate-limit window.
+const READ_TOKENS = Number(process.env.BENCH_READ_TOKENS ?? 1000);
 const COMPANIES = 10;
 
 async function freshDatabase(): Promise<string> {
@@ -90,10 +91,10 @@ async function admin<T>(method: string, path: string, body?: unknown): Promise<T
   return json.data;
 }
 
-async function company(fields: Record<string, unknown>): Promise<{ id: string; live: string }> {
+async function company(fields: Record<string, unknown>): Promise<{ id: string; live: string; test: string }> {
   const { id } = await admin<{ id: string }>('POST', '/empresas', { nombre: 'Bench', verificada: true, ...fields });
-  const { live } = await admin<{ live: string }>('POST', `/empresas/${id}/tokens`);
-  return { id, live };
+  const { live, test } = await admin<{ live: string; test: string }>('POST', `/empresas/${id}/tokens`);
+  return { id, live, test };
 }
 
 interface Figures {
@@ -240,9 +241,11 @@ async function main(): Promise<void> {
     await waitFor(`http://127.0.0.1:${BARE_PORT}/api/v1/empresa`, (s) => s === 200);
     cpuGroups = { gateway: gateway.pid!, bare: bare.pid!, postgres: /^postgres$/, redis: /^redis-server$/ };
 
-    const readers = await company({});
-    const readTokens = [readers.live];
-    for (let i = 1; i < READ_TOKENS; i++) readTokens.push((await company({})).live);
+    const readTokens: string[] = [];
+    while (readTokens.length < READ_TOKENS) {
+      const c = await company({});
+      readTokens.push(c.live, c.test);
+    }
     const creators = [];
     for (let i = 0; i < COMPANIES; i++) creators.push(await company({ limiteDiario: 1_000_000, planActivo: true, creditos: 100_000_000 }));
 
