@@ -77,7 +77,7 @@ describe('shipment transitions (POST /internal/v1/guias/{numeroGuia}/eventos)', 
   const eventsFor = async (numero: string) =>
     (
       await pool.query<{ evento: string; data: Record<string, unknown>; empresa_id: string; sucursal_id: string | null; request_id: string }>(
-        "select evento, data, empresa_id, sucursal_id, request_id from outbox where data->>'numeroGuia' = $1 and evento <> 'GUIA_CREADA'",
+        "select evento, data, empresa_id, sucursal_id, request_id from outbox where data->>'numeroGuia' = $1 and evento <> 'GUIA_CREADA' order by created_at",
         [numero],
       )
     ).rows;
