@@ -1,6 +1,6 @@
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
 import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { bearer, createBranch, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
+import { ADMIN_TOKEN, bearer, createBranch, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
 
 const envelope401 = { success: false, error: { code: 'AUTH_REQUIRED', message: expect.any(String) } };
 
@@ -26,8 +26,10 @@ describe('authentication of /api/v1', () => {
   it.each([
     ['no header', undefined],
     ['another scheme', 'Basic dXNlcjpwYXNz'],
-    ['lower-case scheme', 'bearer svc_live_abc'],
+    ['lower-case scheme with an unknown token', 'bearer svc_live_abc'],
     ['Bearer with nothing', 'Bearer '],
+    ['Bearer glued to the token', `Bearer${'svc_live_'}${'z'.repeat(43)}`],
+    ['two values after Bearer', `Bearer svc_live_${'x'.repeat(43)} svc_live_${'y'.repeat(43)}`],
     ['a value without a token prefix', 'Bearer not-a-token'],
     ['an unknown live token', `Bearer svc_live_${'x'.repeat(43)}`],
     ['an unknown test token', `Bearer svc_test_${'y'.repeat(43)}`],
@@ -54,6 +56,17 @@ describe('authentication of /api/v1', () => {
     const test = await a.http.get('/api/v1/empresa').set('Authorization', bearer(c.test));
     expect(test.status).toBe(200);
     expect(test.body.data.modo).toBe('test');
+  });
+
+  it('takes the scheme in any case and spaces or tabs around the token (RFC 9110 §11.1)', async () => {
+    const c = await createCompany(a);
+    for (const header of [`bearer ${c.live}`, `BEARER ${c.live}`, `Bearer   ${c.live}`, `Bearer\t${c.live}`, `Bearer ${c.live}  `]) {
+      const res = await a.http.get('/api/v1/empresa').set('Authorization', header);
+      expect(res.status).toBe(200);
+      expect(res.body.data.id).toBe(c.id);
+    }
+    const admin = await a.http.get(`/internal/v1/empresas/${c.id}`).set('Authorization', `bearer  ${ADMIN_TOKEN}`);
+    expect(admin.status).toBe(200);
   });
 
   it('answers a branch token with the branch and its company', async () => {

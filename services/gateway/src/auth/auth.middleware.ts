@@ -8,6 +8,14 @@ import type { AuthEvents } from './auth-events';
 const PREFIXES = [TOKEN_PREFIX.live, TOKEN_PREFIX.test];
 const unauthorized = (why: string): AppError => new AppError('AUTH_REQUIRED', why);
 
+// RFC 9110 §11.1: the scheme is case-insensitive, separated from the credentials by spaces or tabs.
+const BEARER = /^[ \t]*bearer[ \t]+(\S+)[ \t]*$/i;
+
+/** The credentials of `Bearer <value>`, or undefined when the header is not of the Bearer scheme. */
+export function bearerValue(header: string): string | undefined {
+  return BEARER.exec(header)?.[1];
+}
+
 /** The contract's steps 1-7: bearer value → SHA-256 → cache (60 s) → stored hashes. */
 export function authenticate(db: Db, cache: TokenCache, events: AuthEvents): RequestHandler {
   return async (req, _res, next) => {
@@ -16,11 +24,11 @@ export function authenticate(db: Db, cache: TokenCache, events: AuthEvents): Req
       events.failure('missing');
       throw unauthorized('the Authorization header is required: Bearer <API_TOKEN>');
     }
-    if (!header.startsWith('Bearer ')) {
-      events.failure('scheme');
-      throw unauthorized('the Authorization scheme must be Bearer');
+    const value = bearerValue(header);
+    if (value === undefined) {
+      events.failure(/^[ \t]*bearer(?:[ \t]|$)/i.test(header) ? 'invalid' : 'scheme');
+      throw unauthorized('the Authorization header must be Bearer <API_TOKEN>');
     }
-    const value = header.slice(7).trim();
     if (!PREFIXES.some((p) => value.startsWith(p))) {
       events.failure('invalid');
       throw unauthorized('the token is invalid or unknown');
@@ -48,7 +56,8 @@ export function authenticate(db: Db, cache: TokenCache, events: AuthEvents): Req
 export function adminOnly(adminToken: string | undefined, compare: (a: string, b: string) => boolean): RequestHandler {
   return (req, _res, next) => {
     const header = req.headers.authorization;
-    if (!adminToken || !header || !header.startsWith('Bearer ') || !compare(header.slice(7), adminToken)) {
+    const value = header === undefined ? undefined : bearerValue(header);
+    if (!adminToken || value === undefined || !compare(value, adminToken)) {
       throw unauthorized('a valid admin token is required');
     }
     next();
