@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
 import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
@@ -34,6 +35,16 @@ describe('the error envelope', () => {
     expect(internal.body).toEqual(envelope('NOT_FOUND'));
   });
 
+  it('404 NOT_FOUND, not 500, for a path parameter that is not validly percent-encoded', async () => {
+    const api = await gw.http.get('/api/v1/guias/%E0%A4%A/tracking').set('Authorization', bearer(token));
+    expect(api.status).toBe(404);
+    expect(api.body).toEqual(envelope('NOT_FOUND'));
+    const internal = await gw.admin('get', '/empresas/%ZZ');
+    expect(internal.status).toBe(404);
+    expect(internal.body).toEqual(envelope('NOT_FOUND'));
+    expect(gw.logs.text()).not.toContain('unhandled error');
+  });
+
   it('404 NOT_FOUND for a company that does not exist, or an id that is not one', async () => {
     for (const id of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
       const res = await gw.admin('get', `/empresas/${id}`);
@@ -60,6 +71,28 @@ describe('the error envelope', () => {
       .send('{"nombre": ');
     expect(res.status).toBe(400);
     expect(res.body).toEqual(envelope('INVALID_JSON'));
+  });
+
+  it('400 INVALID_JSON, not 500, for a compressed body that does not inflate; a good one is read', async () => {
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const res = await gw.http
+        .post('/internal/v1/empresas')
+        .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', encoding)
+        .send('{"nombre": "not compressed"}');
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual(envelope('INVALID_JSON'));
+    }
+    // fetch, because superagent serialises a Buffer body sent as application/json.
+    const good = await fetch(`http://127.0.0.1:${gw.port}/internal/v1/empresas`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+      body: gzipSync('{"nombre": "comprimida"}'),
+    });
+    expect(good.status).toBe(201);
+    expect(((await good.json()) as { data: { nombre: string } }).data.nombre).toBe('comprimida');
+    expect(gw.logs.text()).not.toContain('unhandled error');
   });
 
   it('400 VALIDATION_ERROR naming the field: missing, wrong type, unknown, out of range', async () => {

@@ -19,8 +19,20 @@ function fromBodyParser(err: unknown): AppError | undefined {
     case 'stream.encoding.set':
       return new AppError('VALIDATION_ERROR', 'the body could not be read');
     default:
+      // A compressed body that does not inflate: body-parser passes zlib's error on as a bare 400.
+      if ((err as { status?: unknown } | null)?.status === 400) {
+        return new AppError('INVALID_JSON', 'the body could not be decoded');
+      }
       return undefined;
   }
+}
+
+/** The router could not percent-decode a path parameter: no resource can have that name. */
+function fromRouter(err: unknown): AppError | undefined {
+  if (err instanceof URIError && (err as { status?: unknown }).status === 400) {
+    return new AppError('NOT_FOUND', 'no such resource: the path is not validly percent-encoded');
+  }
+  return undefined;
 }
 
 export const notFound: RequestHandler = (req) => {
@@ -30,7 +42,7 @@ export const notFound: RequestHandler = (req) => {
 /** The one place that writes the error envelope; anything unknown is logged and becomes a bare 500. */
 export function errorMiddleware(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
-    let appError = err instanceof AppError ? err : fromBodyParser(err);
+    let appError = err instanceof AppError ? err : (fromRouter(err) ?? fromBodyParser(err));
     if (!appError) {
       if (isUnavailableError(err)) {
         logger.warn({ requestId: req.requestId, err: errSummary(err) }, 'dependency unavailable');
