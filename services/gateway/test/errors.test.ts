@@ -101,7 +101,8 @@ describe('the error envelope', () => {
       [{ nombre: 5 }, /nombre/],
       [{ nombre: 'x', color: 'rojo' }, /color/],
       [{ nombre: 'x', limiteDiario: -1 }, /limiteDiario/],
-      [{ nombre: 'x', planPersonalizado: 'GRATIS' }, /planPersonalizado/],
+      [{ nombre: 'x', planPersonalizado: 'GRATIS' }, /planPersonalizado must be one of PENDIENTE, APROBADA, RECHAZADA, null$/],
+      [{ nombre: 'a\u0000b' }, /nombre must not contain NUL/],
       [[1, 2], /object/],
     ];
     for (const [body, field] of cases) {

@@ -136,6 +136,8 @@ describe('shipments: creation, listing and tracking', () => {
       ['an unknown field', guia(1, { color: 'rojo' }), 'color'],
       ['no paquete', { destinatario: guia().destinatario }, 'paquete'],
       ['an array body', [guia()], '(body)'],
+      ['a NUL character', guia(1, { destinatario: { nombre: 'A\u0000B', telefono: '1', direccion: 'x' } }), 'destinatario.nombre'],
+      ['an unpaired surrogate', guia(1, { referencia: 'R-\ud800' }), 'referencia'],
     ])('400 VALIDATION_ERROR naming the field for %s', async (_name, body, field) => {
       const c = await createCompany(gw, funded);
       const res = await createOne(gw, c.live, body);
@@ -190,6 +192,9 @@ describe('shipments: creation, listing and tracking', () => {
       expect(res.status).toBe(400);
       expect(res.body).toEqual(envelope('VALIDATION_ERROR'));
       expect(res.body.error.message).toContain('guias[2].destinatario.telefono');
+      const unstorable = await createBatch(gw, c.live, [guia(0), guia(1, { paquete: { peso: 1, descripcion: 'caja\u0000' } })]);
+      expect(unstorable.status).toBe(400);
+      expect(unstorable.body.error.message).toContain('guias[1].paquete.descripcion');
       expect(await count(pool, 'select count(*) n from guias where empresa_id = $1', [c.id])).toBe(0);
       expect(await count(pool, 'select count(*) n from outbox where empresa_id = $1', [c.id])).toBe(0);
     });

@@ -41,12 +41,34 @@ export function describeError(err: ErrorObject): string {
     case 'maxItems':
       return `${field} must have at most ${(err.params as { limit: number }).limit} items`;
     case 'enum':
-      return `${field} must be one of ${(err.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+      return `${field} must be one of ${(err.params as { allowedValues: unknown[] }).allowedValues.map(String).join(', ')}`;
     case 'minProperties':
       return 'at least one field is required';
     default:
       return `${field} ${err.message ?? 'is invalid'}`;
   }
+}
+
+// Postgres stores neither U+0000 (in text or jsonb) nor an unpaired UTF-16 surrogate (jsonb refuses
+// its escape; text would silently turn it into U+FFFD): refused here, before they reach a statement.
+// eslint-disable-next-line no-control-regex -- U+0000 is the very character to find
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** The path of the first string that Postgres could not store as given, if any. */
+function unstorableField(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? path || '(body)' : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = unstorableField(value[i], `${path}[${i}]`);
+      if (found) return found;
+    }
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      const found = unstorableField(v, path ? `${path}.${k}` : k);
+      if (found) return found;
+    }
+  }
+  return undefined;
 }
 
 export type JsonSchema = Readonly<Record<string, unknown>>;
@@ -65,6 +87,9 @@ export function compile<T>(schema: JsonSchema): Validator<T> {
       const first = fn.errors?.[0];
       throw new AppError('VALIDATION_ERROR', first ? describeError(first) : 'invalid body');
     }
+    // Walked only once the schema holds, so its depth and size are bounded.
+    const bad = unstorableField(value, '');
+    if (bad) throw new AppError('VALIDATION_ERROR', `${bad} must not contain NUL characters or unpaired surrogates`);
     return value;
   };
   return Object.assign(validate, { schema });
