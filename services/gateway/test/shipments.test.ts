@@ -344,7 +344,8 @@ describe('shipments: creation, listing and tracking', () => {
       const track = (token: string, n = numero) => gw.http.get(`/api/v1/guias/${n}/tracking`).set('Authorization', bearer(token));
       expect((await track(a.live)).status).toBe(200);
       expect((await track(c.live)).status).toBe(200);
-      for (const res of [await track(b.live), await track(other.live), await track(c.live, 'SVC0000000000')]) {
+      const odd = [await track(c.live, 'SVC%00'), await track(c.live, 'SVC%C3%B1'), await track(c.live, 'x'.repeat(300))];
+      for (const res of [await track(b.live), await track(other.live), await track(c.live, 'SVC0000000000'), ...odd]) {
         expect(res.status).toBe(404);
         expect(res.body).toEqual(envelope('NOT_FOUND'));
       }

@@ -148,6 +148,10 @@ describe('shipment transitions (POST /internal/v1/guias/{numeroGuia}/eventos)', 
     const unknown = await moveOn(gw, 'SVC0000000000', { evento: 'GUIA_RECOLECTADA' });
     expect(unknown.status).toBe(404);
     expect(unknown.body).toEqual(envelope('NOT_FOUND'));
+    // Not a number this service could have issued (Postgres would refuse the NUL): not found, not 500.
+    const nul = await gw.admin('post', '/guias/SVC%00/eventos', { evento: 'GUIA_RECOLECTADA' });
+    expect(nul.status).toBe(404);
+    expect(nul.body).toEqual(envelope('NOT_FOUND'));
     const numero = (await createOne(gw, company.live)).body.data.numeroGuia as string;
     const anon = await gw.http.post(`/internal/v1/guias/${numero}/eventos`).send({ evento: 'GUIA_RECOLECTADA' });
     expect(anon.status).toBe(401);

@@ -22,3 +22,11 @@ export function generateNumeroGuia(): string {
   for (let i = 0; i < LENGTH; i++) out += ALPHABET[pool[offset++]! & 31];
   return out;
 }
+
+/**
+ * Whether `value` could be a number this service issued (letters and digits only): anything else,
+ * e.g. a path parameter with a NUL that Postgres would refuse, is simply not found.
+ */
+export function isPlausibleNumeroGuia(value: string): boolean {
+  return /^[0-9A-Za-z]{1,64}$/.test(value);
+}

@@ -14,7 +14,7 @@ import type { Principal } from '../auth/principal';
 import { insertEvents } from '../outbox/outbox.repository';
 import type { IdempotencyRequest } from '../idempotency/idempotency';
 import { claimKey, findAnswer, storeAnswer } from '../idempotency/idempotency.repository';
-import { generateNumeroGuia } from './numero-guia';
+import { generateNumeroGuia, isPlausibleNumeroGuia } from './numero-guia';
 import { nextEstado } from './shipment-state';
 import {
   findGuia,
@@ -247,7 +247,7 @@ export interface TrackingView {
 }
 
 export async function tracking(deps: Pick<Deps, 'db'>, scope: GuiaScope, numeroGuia: string): Promise<TrackingView> {
-  const guia = await findGuia(deps.db, scope, numeroGuia);
+  const guia = isPlausibleNumeroGuia(numeroGuia) ? await findGuia(deps.db, scope, numeroGuia) : undefined;
   if (!guia) throw new AppError('NOT_FOUND', 'no such shipment');
   const history = await listHistory(deps.db, guia.id);
   return {
@@ -278,6 +278,7 @@ export async function transitionGuia(
   if (req.fechaEntrega !== undefined && req.evento !== 'GUIA_ENTREGADA') {
     throw new AppError('VALIDATION_ERROR', 'fechaEntrega is accepted only with GUIA_ENTREGADA');
   }
+  if (!isPlausibleNumeroGuia(numeroGuia)) throw new AppError('NOT_FOUND', 'no such shipment');
   const result = await deps.db.transaction().execute(async (trx) => {
     const guia = await lockGuia(trx, numeroGuia);
     if (!guia) throw new AppError('NOT_FOUND', 'no such shipment');
