@@ -144,4 +144,22 @@ describe('Idempotency-Key on the creation routes', () => {
     expect((await createOne(gw, c.live, guia(1), 'x'.repeat(255))).status).toBe(201);
     expect(await guiasOf(c.id)).toBe(1);
   });
+
+  it('400 VALIDATION_ERROR, not 500, for a deeply nested body sent with a key; nothing is kept under the key', async () => {
+    const c = await createCompany(gw, funded);
+    const deep = `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`;
+    for (const path of ['/api/v1/guias', '/api/v1/guias/batch']) {
+      const res = await gw.http
+        .post(path)
+        .set('Authorization', `Bearer ${c.live}`)
+        .set('Content-Type', 'application/json')
+        .set('Idempotency-Key', 'k-deep')
+        .send(deep);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual(envelope('VALIDATION_ERROR'));
+    }
+    expect(gw.logs.text()).not.toContain('unhandled error');
+    expect((await createOne(gw, c.live, guia(1), 'k-deep')).status).toBe(201);
+    expect(await guiasOf(c.id)).toBe(1);
+  });
 });

@@ -19,8 +19,9 @@ export function mountShipmentRoutes(router: Router, deps: GatewayDeps): void {
   route(router, '/guias', {
     post: async (req, res) => {
       const principal = principalOf(req);
-      const idempotency = idempotencyRequest(req.headers['idempotency-key'], principal.tokenId, 'POST /guias', req.body);
+      // Validated first: the key's hash walks the body, which only the schema bounds in depth.
       const item = validateGuiaCreate(req.body);
+      const idempotency = idempotencyRequest(req.headers['idempotency-key'], principal.tokenId, 'POST /guias', req.body);
       send(res, await createGuias(deps, { principal, requestId: req.requestId, idempotency }, [item], 'single'));
     },
     get: async (req, res) => {
@@ -32,8 +33,8 @@ export function mountShipmentRoutes(router: Router, deps: GatewayDeps): void {
   route(router, '/guias/batch', {
     post: async (req, res) => {
       const principal = principalOf(req);
-      const idempotency = idempotencyRequest(req.headers['idempotency-key'], principal.tokenId, 'POST /guias/batch', req.body);
       const { guias } = validateGuiaBatch(req.body);
+      const idempotency = idempotencyRequest(req.headers['idempotency-key'], principal.tokenId, 'POST /guias/batch', req.body);
       send(res, await createGuias(deps, { principal, requestId: req.requestId, idempotency }, guias, 'batch'));
     },
   });
