@@ -8,14 +8,15 @@
 // Method and figures: bench/README.md (dispatcher section).
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createDb, createPool, JOBS, migrateToLatest, type ShipmentEventJob } from '@svc/schema';
+import { JOBS, type ShipmentEventJob } from '@svc/schema';
+import { cpuSnapshot } from '../support/cpu';
+import { deletePrefix, freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
 import { deliveryIdFor } from '../../services/dispatcher/src/delivery-id';
 
 const ROOT = join(__dirname, '..', '..');
@@ -35,25 +36,6 @@ const NOOP_QUEUE = 'bench-noop';
 
 const now = (): number => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function freshDatabase(): Promise<string> {
-  const admin = new pg.Client({ connectionString: `${PG_BASE}/postgres` });
-  await admin.connect();
-  try {
-    await admin.query(`drop database if exists "${DB_NAME}" with (force)`);
-    await admin.query(`create database "${DB_NAME}"`);
-  } finally {
-    await admin.end();
-  }
-  const url = `${PG_BASE}/${DB_NAME}`;
-  const db = createDb(createPool({ connectionString: url, max: 1 }));
-  try {
-    await migrateToLatest(db);
-  } finally {
-    await db.destroy();
-  }
-  return url;
-}
 
 // ---- child processes ------------------------------------------------------------------------------
 
@@ -79,45 +61,16 @@ function ask<T>(c: ChildProcess, msg: object, key: string): Promise<T> {
   });
 }
 
-async function stop(c: ChildProcess): Promise<void> {
-  if (c.exitCode !== null || c.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    c.once('exit', () => resolve());
-    c.kill('SIGTERM');
-    setTimeout(() => c.kill('SIGKILL'), 15_000).unref();
-  });
-}
-
-const peakRssMb = (pid: number): number => {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round(Number(m[1]) / 1024) : NaN;
-};
-
-// CPU seconds (user + system) of a process, or of every process whose command name matches.
-const TICK = 100;
-function cpuSeconds(target: number | RegExp): number {
-  const pids = typeof target === 'number' ? [target] : readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      if (typeof target !== 'number' && !target.test(name)) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {}
-  }
-  return ticks / TICK;
-}
 /** CPU use of each group since the meter started: % of one core, and CPU ms per unit of work if given. */
 function cpuMeter(groups: Record<string, number | RegExp>): (units?: number) => string {
   const started = now();
-  const before = Object.fromEntries(Object.entries(groups).map(([k, g]) => [k, cpuSeconds(g)]));
+  const before = cpuSnapshot(groups);
   return (units) => {
     const seconds = (now() - started) / 1000;
+    const after = cpuSnapshot(groups);
     let total = 0;
-    const parts = Object.entries(groups).map(([k, g]) => {
-      const used = Math.max(0, cpuSeconds(g) - before[k]!);
+    const parts = Object.keys(groups).map((k) => {
+      const used = Math.max(0, after[k]! - before[k]!);
       total += used;
       const per = units ? ` (${((used * 1000) / units).toFixed(3)} ms/delivery)` : '';
       return `${k} ${Math.round((used / seconds) * 100)}%${per}`;
@@ -201,7 +154,7 @@ async function main(): Promise<void> {
     `bench:dispatcher: ${EVENTS} events x ${WEBHOOKS} webhook(s), concurrency ${CONCURRENCY}, paced ${PACED_RATE}/s for ${PACED_SECONDS} s; ` +
       `load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
   );
-  const databaseUrl = await freshDatabase();
+  const databaseUrl = await freshDatabase(PG_BASE, DB_NAME);
   const check = new pg.Client({ connectionString: databaseUrl });
   await check.connect();
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
@@ -245,7 +198,7 @@ async function main(): Promise<void> {
     const baseCpu = cpuMeter({ worker: noop.pid!, redis: /^redis-server$/ });
     const base = await ask<{ jobs: number; seconds: number }>(noop, {}, 'jobs');
     const baseCpuText = baseCpu();
-    await stop(noop);
+    await stopChild(noop);
     const baselineRate = base.jobs / base.seconds;
     console.log(
       `  baseline no-op BullMQ worker: ${base.jobs} jobs in ${base.seconds.toFixed(2)} s = ${Math.round(baselineRate)} jobs/s; ` +
@@ -353,17 +306,12 @@ async function main(): Promise<void> {
         `p99 < 100 ms at ${PACED_RATE}/s ${p99 < 100 ? 'met' : 'MISSED'}; TLS reused ${totals.handshakes < totals.requests / 100 ? 'yes' : 'NO'}`,
     );
   } finally {
-    if (dispatcher) await stop(dispatcher);
+    if (dispatcher) await stopChild(dispatcher);
     receiver.send({ cmd: 'exit' });
-    await stop(receiver);
+    await stopChild(receiver);
     await eventsQueue.close();
     await noopQueue.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
+    await deletePrefix(redis, PREFIX);
     redis.disconnect();
     await check.end();
   }

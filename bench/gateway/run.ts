@@ -2,14 +2,13 @@
 // express server, under autocannon at 50 connections. Method and figures: bench/README.md.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { createDb, createPool, migrateToLatest } from '@svc/schema';
-import { cpuPercent, cpuSnapshot } from './cpu';
+import { cpuPercent, cpuSnapshot } from '../support/cpu';
+import { deletePrefix, freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
 
 const ROOT = join(__dirname, '..', '..');
 const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
@@ -26,25 +25,6 @@ const BARE_PORT = GATEWAY_PORT + 2;
 // Each company gives a live and a test token, each with its own rate-limit window.
 const READ_TOKENS = Number(process.env.BENCH_READ_TOKENS ?? 1000);
 const COMPANIES = 10;
-
-async function freshDatabase(): Promise<string> {
-  const admin = new pg.Client({ connectionString: `${PG_BASE}/postgres` });
-  await admin.connect();
-  try {
-    await admin.query(`drop database if exists "${DB_NAME}" with (force)`);
-    await admin.query(`create database "${DB_NAME}"`);
-  } finally {
-    await admin.end();
-  }
-  const url = `${PG_BASE}/${DB_NAME}`;
-  const db = createDb(createPool({ connectionString: url, max: 1 }));
-  try {
-    await migrateToLatest(db);
-  } finally {
-    await db.destroy();
-  }
-  return url;
-}
 
 function start(name: string, args: string[], env: Record<string, string>): ChildProcess {
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -65,20 +45,6 @@ async function waitFor(url: string, ok: (status: number) => boolean): Promise<vo
     await new Promise((r) => setTimeout(r, 200));
   }
 }
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  await new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-  });
-}
-
-const peakRssMb = (pid: number): number => {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round(Number(m[1]) / 1024) : NaN;
-};
 
 async function admin<T>(method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(`http://127.0.0.1:${GATEWAY_PORT}/internal/v1${path}`, {
@@ -220,7 +186,7 @@ async function interleaved(specs: Spec[]): Promise<Figures[]> {
 
 async function main(): Promise<void> {
   console.log(`bench:gateway: ${CONNECTIONS} connections, ${DURATION} s per scenario (+${WARMUP} s warm-up); load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  const databaseUrl = await freshDatabase();
+  const databaseUrl = await freshDatabase(PG_BASE, DB_NAME);
   // BENCH_GATEWAY_NODE_ARGS: e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the gateway.
   const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const gateway = start('gateway', [...nodeArgs, '--import', 'tsx', 'services/gateway/src/main.ts'], {
@@ -315,15 +281,10 @@ async function main(): Promise<void> {
     }
     if (createF) console.log(`target: creations >= 1000/s: ${createF.rps >= 1000 ? 'met' : 'MISSED'}`);
   } finally {
-    await stop(gateway);
-    await stop(bare);
+    await stopChild(gateway, 10_000);
+    await stopChild(bare, 10_000);
     const redis = new Redis(REDIS_URL);
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
+    await deletePrefix(redis, PREFIX);
     redis.disconnect();
   }
 }
