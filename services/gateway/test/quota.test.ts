@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { guatemalaDay } from '@svc/schema';
+import { guatemalaDay, MAX_CREDITOS } from '@svc/schema';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
 import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
 import { createBranch, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
@@ -121,6 +121,33 @@ describe('daily limit and credits', () => {
     expect(res.status).toBe(402);
     expect(res.body).toEqual(envelope('PAYMENT_REQUIRED'));
     expect(await guiasOf(c.id)).toBe(0);
+  });
+
+  it('POST /creditos adds a positive integer and answers exactly { creditos }; anything else is 400 and changes nothing', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: 7 });
+    const added = await gw.admin('post', `/empresas/${c.id}/creditos`, { cantidad: 5 });
+    expect(added.status).toBe(200);
+    expect(added.body).toEqual({ success: true, data: { creditos: 12 } });
+    for (const body of [{ cantidad: 0 }, { cantidad: -3 }, { cantidad: 1.5 }, { cantidad: '5' }, {}, { cantidad: 1, extra: 1 }]) {
+      const res = await gw.admin('post', `/empresas/${c.id}/creditos`, body);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual(envelope('VALIDATION_ERROR'));
+    }
+    const unknown = await gw.admin('post', '/empresas/00000000-0000-4000-8000-000000000000/creditos', { cantidad: 1 });
+    expect(unknown.status).toBe(404);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 12 });
+  });
+
+  it('refuses an addition that would take the balance past what the column holds with 400, not 500', async () => {
+    const c = await createCompany(gw, { planActivo: true, creditos: MAX_CREDITOS - 10 });
+    const over = await gw.admin('post', `/empresas/${c.id}/creditos`, { cantidad: 1_000_000_000 });
+    expect(over.status).toBe(400);
+    expect(over.body).toEqual(envelope('VALIDATION_ERROR'));
+    expect(over.body.error.message).toContain('cantidad');
+    const upTo = await gw.admin('post', `/empresas/${c.id}/creditos`, { cantidad: 10 });
+    expect(upTo.body).toEqual({ success: true, data: { creditos: MAX_CREDITOS } });
+    expect((await gw.admin('post', `/empresas/${c.id}/creditos`, { cantidad: 1 })).status).toBe(400);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: MAX_CREDITOS });
   });
 
   it('an APROBADA custom plan creates without credits and takes none, but still counts the daily limit', async () => {

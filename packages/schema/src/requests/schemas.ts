@@ -16,13 +16,16 @@ export interface EmpresaFields {
   planPersonalizado?: PlanPersonalizado | null;
 }
 
+/** The largest credit balance: the column is a Postgres integer (at most 2^31 - 1). */
+export const MAX_CREDITOS = 2_000_000_000;
+
 const empresaProperties = {
   nombre: text(200),
   verificada: { type: 'boolean' },
   sucursalesHabilitadas: { type: 'boolean' },
   limiteDiario: { type: 'integer', minimum: 0, maximum: 1_000_000 },
   planActivo: { type: 'boolean' },
-  creditos: { type: 'integer', minimum: 0, maximum: 2_000_000_000 },
+  creditos: { type: 'integer', minimum: 0, maximum: MAX_CREDITOS },
   planPersonalizado: { type: ['string', 'null'], enum: ['PENDIENTE', 'APROBADA', 'RECHAZADA', null] },
 };
 

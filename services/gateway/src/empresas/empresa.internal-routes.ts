@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import {
   AppError,
+  MAX_CREDITOS,
   validateCreditos,
   validateEmpresaCreate,
   validateEmpresaPatch,
@@ -44,8 +45,11 @@ export function mountEmpresaInternalRoutes(router: Router, deps: GatewayDeps): v
     post: async (req, res) => {
       const { cantidad } = validateCreditos(req.body);
       const empresa = await requireEmpresa(db, String(req.params.id));
-      const creditos = await addCreditos(db, empresa.id, cantidad);
-      if (creditos === undefined) throw new AppError('NOT_FOUND', 'no such company');
+      const creditos = await addCreditos(db, empresa.id, cantidad, MAX_CREDITOS);
+      // The company exists (just read), so only the bound refused it.
+      if (creditos === undefined) {
+        throw new AppError('VALIDATION_ERROR', `cantidad would take the balance over ${MAX_CREDITOS} credits`);
+      }
       res.json({ success: true, data: { creditos } });
     },
   });

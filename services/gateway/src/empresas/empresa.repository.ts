@@ -40,11 +40,13 @@ export async function updateEmpresa(db: Db, id: string, fields: Partial<EmpresaF
     .executeTakeFirst();
 }
 
-export async function addCreditos(db: Db, id: string, cantidad: number): Promise<number | undefined> {
+/** Adds to the balance unless it would pass `max`: undefined when no row took it (unknown, or over). */
+export async function addCreditos(db: Db, id: string, cantidad: number, max: number): Promise<number | undefined> {
   const row = await db
     .updateTable('empresas')
     .set((eb) => ({ creditos: eb('creditos', '+', cantidad), updated_at: new Date() }))
     .where('id', '=', id)
+    .where('creditos', '<=', max - cantidad)
     .returning('creditos')
     .executeTakeFirst();
   return row?.creditos;
