@@ -82,6 +82,9 @@ describe('daily limit and credits', () => {
     expect(over.status).toBe(429);
     expect(over.body).toEqual(envelope('DAILY_GUIDE_LIMIT'));
     expect(over.body.error.message).toContain('3 left');
+    // Like every 429, it says how long to wait: here until midnight in Guatemala, an hour away.
+    expect(over.headers['retry-after']).toBe('3600');
+    expect(over.headers['x-ratelimit-limit']).toBe('100');
     expect(await guiasOf(c.id)).toBe(7);
     expect(await eventsOf(c.id)).toBe(7);
     expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 93, guias_hoy: 7 });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   AppError,
   guatemalaDay,
+  secondsToGuatemalaMidnight,
   type Estado,
   type GuiaCreate,
   type GuiaEventoRequest,
@@ -166,9 +167,11 @@ async function refusal(deps: Deps, trx: Deps['db'], empresaId: string, n: number
   if (a.usedToday + n > a.limiteDiario) {
     deps.metrics.quotaRefusals.inc({ reason: 'daily_limit' });
     const left = Math.max(0, a.limiteDiario - a.usedToday);
+    // A 429 carries Retry-After (operations.md); for this one, the wait is until the reset.
     return new AppError(
       'DAILY_GUIDE_LIMIT',
       `daily shipment limit of ${a.limiteDiario} reached: ${left} left today, ${n} requested; it resets at midnight (UTC-6)`,
+      { 'Retry-After': String(secondsToGuatemalaMidnight(deps.clock.now())) },
     );
   }
   deps.metrics.quotaRefusals.inc({ reason: 'credits' });
