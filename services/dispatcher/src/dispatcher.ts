@@ -1,8 +1,6 @@
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createLogger, createMetricsServer, type Logger } from '@svc/observability';
+import { closeServer, createLogger, createMetricsServer, createStopStack, listen, type Logger } from '@svc/observability';
 import { createDb, createPool, JOBS, type DeliveryJob, type ShipmentEventJob } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { DispatcherConfig } from './config';
@@ -32,36 +30,27 @@ export interface DispatcherOptions {
  */
 export async function startDispatcher(config: DispatcherConfig, options: DispatcherOptions = {}): Promise<RunningDispatcher> {
   const logger = options.logger ?? createLogger('dispatcher', config.logLevel);
-  const undo: Array<[string, () => Promise<unknown>]> = [];
-  const stop = async (): Promise<void> => {
-    for (const [name, step] of undo.reverse()) {
-      try {
-        await step();
-      } catch (err) {
-        logger.warn({ step: name, err: (err as Error).message }, 'stop step failed');
-      }
-    }
-    undo.length = 0;
-  };
+  const undo = createStopStack(logger);
+  const stop = (): Promise<void> => undo.stop();
 
   try {
     const pool = createPool({ connectionString: config.databaseUrl, max: config.dbPoolSize, applicationName: 'dispatcher' });
     const db = createDb(pool);
-    undo.push(['db', () => db.destroy()]);
+    undo.push('db', () => db.destroy());
 
     // Commands that must not hang while Redis is away (queue adds, counts, readiness): fail fast.
     const commands = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: true });
     commands.on('error', () => undefined); // reported by the failing command and by /readyz
-    undo.push(['redis', () => commands.quit().catch(() => commands.disconnect())]);
+    undo.push('redis', () => commands.quit().catch(() => commands.disconnect()));
     await commands.connect();
     // Workers block on Redis and must ride out an outage: BullMQ requires maxRetriesPerRequest null.
     const workerRedis = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
     workerRedis.on('error', () => undefined);
-    undo.push(['worker redis', () => workerRedis.quit().catch(() => workerRedis.disconnect())]);
+    undo.push('worker redis', () => workerRedis.quit().catch(() => workerRedis.disconnect()));
     await workerRedis.connect();
 
     const sender = createWebhookSender({ hostMap: config.dispatchHostMap, allowCidrs: config.dispatchAllowCidrs });
-    undo.push(['sender', () => sender.close()]);
+    undo.push('sender', () => sender.close());
 
     const eventsQueue = new Queue<ShipmentEventJob>(JOBS.shipmentEvent.queue, { connection: commands, prefix: config.redisPrefix });
     eventsQueue.on('error', () => undefined);
@@ -71,7 +60,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       defaultJobOptions: JOBS.delivery.options,
     });
     deliveryQueue.on('error', () => undefined);
-    undo.push(['queues', () => Promise.all([eventsQueue.close(), deliveryQueue.close()])]);
+    undo.push('queues', () => Promise.all([eventsQueue.close(), deliveryQueue.close()]));
 
     const metrics = createDispatcherMetrics(async () => {
       const [events, deliveries] = await Promise.all([
@@ -112,20 +101,17 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       logger.warn({ eventId: job?.data.eventId, requestId: job?.data.requestId, err: err.message }, 'fan-out failed; will retry');
     });
     // close() stops taking jobs and waits for those in flight; their batches commit before they end.
-    undo.push([
-      'workers',
-      async () => {
-        await Promise.all([fanOutWorker.close(), deliveryWorker.close()]);
-        await Promise.all([fanOut.drain(), deliveries.drain()]);
-      },
-    ]);
+    undo.push('workers', async () => {
+      await Promise.all([fanOutWorker.close(), deliveryWorker.close()]);
+      await Promise.all([fanOut.drain(), deliveries.drain()]);
+    });
 
     const metricsServer = createMetricsServer(metrics.registry, [
       { name: 'postgres', check: async () => void (await pool.query('select 1')) },
       { name: 'redis', check: async () => void (await commands.ping()) },
     ]);
     const metricsPort = await listen(metricsServer, config.metricsPort);
-    undo.push(['metrics server', () => closeServer(metricsServer)]);
+    undo.push('metrics server', () => closeServer(metricsServer));
 
     await Promise.all([fanOutWorker.waitUntilReady(), deliveryWorker.waitUntilReady()]);
     logger.info({ metricsPort, concurrency: config.concurrency, prefix: config.redisPrefix }, 'dispatcher started');
@@ -136,20 +122,4 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
   }
 }
 
-async function listen(server: Server, port: number): Promise<number> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return (server.address() as AddressInfo).port;
-}
 
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
-}

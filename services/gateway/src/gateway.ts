@@ -1,8 +1,7 @@
-import type { AddressInfo } from 'node:net';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { Queue } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
-import { createLogger, createMetricsServer, type Logger } from '@svc/observability';
+import { closeServer, createLogger, createMetricsServer, createStopStack, listen, type Logger } from '@svc/observability';
 import { createDb, createPool, JOBS, systemClock, type Clock, type ShipmentEventJob } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
@@ -36,53 +35,27 @@ export function requestRedisOptions(): RedisOptions {
   return { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: true };
 }
 
-async function listen(server: Server, port: number): Promise<number> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return (server.address() as AddressInfo).port;
-}
 
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    // Idle keep-alive sockets would hold close() open; in-flight requests still finish.
-    server.closeIdleConnections();
-  });
-}
 
 /** Builds every dependency from the config, then serves the API and the metrics port. */
 export async function startGateway(config: GatewayConfig, options: GatewayOptions = {}): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger('gateway', config.logLevel);
   const clock = options.clock ?? systemClock;
-  const undo: Array<[string, () => Promise<unknown>]> = [];
-  const stop = async (): Promise<void> => {
-    for (const [name, step] of undo.reverse()) {
-      try {
-        await step();
-      } catch (err) {
-        logger.warn({ step: name, err: (err as Error).message }, 'stop step failed');
-      }
-    }
-    undo.length = 0;
-  };
+  const undo = createStopStack(logger);
+  const stop = (): Promise<void> => undo.stop();
 
   try {
     const pool = createPool({ connectionString: config.databaseUrl, max: config.dbPoolSize, applicationName: 'gateway' });
     const db = createDb(pool);
-    undo.push(['db', () => db.destroy()]);
+    undo.push('db', () => db.destroy());
 
     const redis = new Redis(config.redisUrl, requestRedisOptions());
     redis.on('error', () => undefined); // reported by the failing command and by /readyz
-    undo.push(['redis', () => redis.quit().catch(() => redis.disconnect())]);
+    undo.push('redis', () => redis.quit().catch(() => redis.disconnect()));
     await redis.connect();
     const subscriber = new Redis(config.redisUrl, { lazyConnect: true });
     subscriber.on('error', () => undefined);
-    undo.push(['redis subscriber', () => subscriber.quit().catch(() => subscriber.disconnect())]);
+    undo.push('redis subscriber', () => subscriber.quit().catch(() => subscriber.disconnect()));
     await subscriber.connect();
 
     const eventsQueue = new Queue<ShipmentEventJob>(JOBS.shipmentEvent.queue, {
@@ -91,11 +64,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       defaultJobOptions: JOBS.shipmentEvent.options,
     });
     eventsQueue.on('error', () => undefined);
-    undo.push(['events queue', () => eventsQueue.close()]);
+    undo.push('events queue', () => eventsQueue.close());
 
     const tokenCache = new TokenCache(redis, subscriber, config.redisPrefix);
     await tokenCache.start();
-    undo.push(['token cache', () => tokenCache.stop()]);
+    undo.push('token cache', () => tokenCache.stop());
 
     const metrics = createGatewayMetrics(() => pendingStats(db));
     const outboxRelay = createOutboxRelay({
@@ -105,10 +78,10 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       metrics,
     });
     outboxRelay.start();
-    undo.push(['outbox relay', () => outboxRelay.stop()]);
+    undo.push('outbox relay', () => outboxRelay.stop());
 
     const sender = createWebhookSender({ hostMap: config.dispatchHostMap, allowCidrs: config.dispatchAllowCidrs });
-    undo.push(['sender', () => sender.close()]);
+    undo.push('sender', () => sender.close());
 
     const deps: GatewayDeps = {
       config,
@@ -129,11 +102,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       { name: 'redis', check: async () => void (await redis.ping()) },
     ]);
     const metricsPort = await listen(metricsServer, config.metricsPort);
-    undo.push(['metrics server', () => closeServer(metricsServer)]);
+    undo.push('metrics server', () => closeServer(metricsServer));
 
     const server = createServer(deps);
     const port = await listen(server, config.port);
-    undo.push(['http server', () => closeServer(server)]);
+    undo.push('http server', () => closeServer(server));
 
     logger.info({ port, metricsPort }, 'gateway listening');
     return { deps, server, metricsServer, port, metricsPort, stop };
