@@ -134,6 +134,7 @@ describe('shipment transitions (POST /internal/v1/guias/{numeroGuia}/eventos)', 
     ['no event', {}, 'evento'],
     ['fechaEntrega with another event', { evento: 'GUIA_RECOLECTADA', fechaEntrega: NOW }, 'fechaEntrega'],
     ['a fechaEntrega that is not a date-time', { evento: 'GUIA_ENTREGADA', fechaEntrega: 'mañana' }, 'fechaEntrega'],
+    ['a leap-second fechaEntrega (a date-time, but no instant)', { evento: 'GUIA_ENTREGADA', fechaEntrega: '2026-12-31T23:59:60Z' }, 'fechaEntrega'],
     ['an unknown field', { evento: 'GUIA_RECOLECTADA', color: 'rojo' }, 'color'],
   ])('400 VALIDATION_ERROR for %s, naming the field', async (_name, body, field) => {
     const numero = (await createOne(gw, company.live)).body.data.numeroGuia as string;

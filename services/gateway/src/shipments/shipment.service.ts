@@ -281,6 +281,10 @@ export async function transitionGuia(
   if (req.fechaEntrega !== undefined && req.evento !== 'GUIA_ENTREGADA') {
     throw new AppError('VALIDATION_ERROR', 'fechaEntrega is accepted only with GUIA_ENTREGADA');
   }
+  // ajv's date-time admits a leap second (23:59:60), which Date cannot represent.
+  if (req.fechaEntrega !== undefined && Number.isNaN(Date.parse(req.fechaEntrega))) {
+    throw new AppError('VALIDATION_ERROR', 'fechaEntrega is not a representable instant');
+  }
   if (!isPlausibleNumeroGuia(numeroGuia)) throw new AppError('NOT_FOUND', 'no such shipment');
   const result = await deps.db.transaction().execute(async (trx) => {
     const guia = await lockGuia(trx, numeroGuia);
