@@ -1,7 +1,9 @@
+import { request as httpRequest } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
 import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
+import { eventually } from '../../../test/support/eventually';
 import { ADMIN_TOKEN, bearer, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
@@ -132,6 +134,32 @@ describe('the error envelope', () => {
     expect(res.body).toEqual(envelope('UNSUPPORTED_MEDIA_TYPE'));
   });
 
+  it('a chunked body without a Content-Type is no body when empty (not 415), and 415 when it has bytes', async () => {
+    const chunked = (path: string, chunks: string[]) =>
+      new Promise<{ status: number; body: { error?: { code: string } } }>((resolve, reject) => {
+        const req = httpRequest(
+          { host: '127.0.0.1', port: gw.port, method: 'POST', path, headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Transfer-Encoding': 'chunked' } },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8').on('data', (c: string) => (text += c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as { error?: { code: string } } }));
+          },
+        );
+        req.on('error', reject);
+        for (const c of chunks) req.write(c);
+        req.end();
+      });
+    const created = await gw.admin('post', '/empresas', { nombre: 'Chunked', verificada: true });
+    const tokens = await chunked(`/internal/v1/empresas/${created.body.data.id}/tokens`, []);
+    expect(tokens.status).toBe(201);
+    const missing = await chunked('/internal/v1/empresas', []);
+    expect(missing.status).toBe(400);
+    expect(missing.body).toEqual(envelope('VALIDATION_ERROR'));
+    const text = await chunked('/internal/v1/empresas', ['nombre=', 'x']);
+    expect(text.status).toBe(415);
+    expect(text.body).toEqual(envelope('UNSUPPORTED_MEDIA_TYPE'));
+  });
+
   it('401 AUTH_REQUIRED on the internal routes without the admin token', async () => {
     expect((await gw.http.get('/internal/v1/empresas/x')).body).toEqual(envelope('AUTH_REQUIRED'));
     const wrong = await gw.http.post('/internal/v1/empresas').set('Authorization', bearer(token)).send({ nombre: 'x' });
@@ -174,6 +202,8 @@ describe('the error envelope', () => {
     const res = await gw.http.get('/api/v1/empresa').set('Authorization', bearer(token));
     expect(res.status).toBe(503);
     expect(res.body).toEqual(envelope('SERVICE_UNAVAILABLE'));
+    // The socket's close lands a moment after disconnect(): connect() before it is refused.
+    await eventually(async () => gw.deps.redis.status === 'end', 5000, 'Redis client closed');
     await gw.deps.redis.connect();
     expect((await gw.http.get('/api/v1/empresa').set('Authorization', bearer(token))).status).toBe(200);
   });

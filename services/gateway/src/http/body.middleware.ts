@@ -5,6 +5,7 @@ import { AppError } from '@svc/schema';
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true });
+const readRaw = express.raw({ limit: MAX_BODY_BYTES, type: () => true });
 
 function hasBody(req: Parameters<RequestHandler>[0]): boolean {
   const length = req.headers['content-length'];
@@ -18,6 +19,16 @@ function hasBody(req: Parameters<RequestHandler>[0]): boolean {
  */
 export const jsonBody: RequestHandler = (req, res, next) => {
   if (!hasBody(req)) return next();
+  if (req.headers['content-type'] === undefined && req.headers['content-length'] === undefined) {
+    // A chunked body without a type may well be empty (streaming clients send "no body" so):
+    // only a body that turns out to have bytes is not JSON.
+    return readRaw(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      const empty = Buffer.isBuffer(req.body) && req.body.length === 0;
+      req.body = undefined;
+      next(empty ? undefined : new AppError('UNSUPPORTED_MEDIA_TYPE', 'the body must be application/json'));
+    });
+  }
   if (!req.is('application/json')) {
     return next(new AppError('UNSUPPORTED_MEDIA_TYPE', 'the body must be application/json'));
   }
