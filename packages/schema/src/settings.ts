@@ -1,6 +1,19 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
+// Node reads NODE_EXTRA_CA_CERTS once, as the process starts; a value that `.env` supplies later
+// is not in Node's trust store, so the webhook sender has to add it itself.
+const extraCaCertsAtStart = process.env.NODE_EXTRA_CA_CERTS;
+
+/**
+ * NODE_EXTRA_CA_CERTS when it was set after the process started (by `loadDotEnv`), so Node did not
+ * apply it; undefined when Node already trusts it or it is unset.
+ */
+export function lateExtraCaCerts(env: Record<string, string | undefined> = process.env): string | undefined {
+  const value = env.NODE_EXTRA_CA_CERTS;
+  return value === undefined || value === '' || value === extraCaCertsAtStart ? undefined : value;
+}
+
 /** Reads `.env` at the workspace root (or the working directory) when present; the environment wins. */
 export function loadDotEnv(): void {
   for (const candidate of [resolve(process.cwd(), '.env'), resolve(__dirname, '../../../.env')]) {

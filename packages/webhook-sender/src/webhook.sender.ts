@@ -1,5 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { readFileSync } from 'node:fs';
 import { isIP, type LookupFunction } from 'node:net';
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { performance } from 'node:perf_hooks';
 import { Agent, buildConnector } from 'undici';
 import { guardedRange, isAllowed, parseCidrs, parseIp, type AllowList } from './address.guard';
@@ -36,6 +38,11 @@ export interface SenderOptions {
    * their timeout waiting for a connection to a slow receiver.
    */
   connectionsPerOrigin?: number;
+  /**
+   * A PEM file of certificate authorities trusted besides Node's own, for NODE_EXTRA_CA_CERTS read
+   * from `.env` (too late for Node itself to apply). Unset: Node's default trust store.
+   */
+  extraCaFile?: string;
 }
 
 export const DEFAULT_TIMEOUT_MS = 5000;
@@ -112,6 +119,17 @@ export function createGuardedLookup(hostMap: ReadonlyMap<string, string>, allow:
   };
 }
 
+/** Node's bundled authorities plus those of `file`: what NODE_EXTRA_CA_CERTS gives when set at start. */
+function trustingAlso(file: string): SecureContext {
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`NODE_EXTRA_CA_CERTS: cannot read ${file}: ${(err as Error).message}`);
+  }
+  return createSecureContext({ ca: [...rootCertificates, pem] });
+}
+
 /**
  * The guarded HTTPS sender: an undici Agent keeps connections alive per origin (TLS is negotiated
  * once per connection, and resumed from the session cache for new ones); every new connection
@@ -123,7 +141,11 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error('timeoutMs must be a positive number');
 
-  const connectVetted = buildConnector({ timeout: timeoutMs, lookup: createGuardedLookup(hostMap, allow) });
+  const connectVetted = buildConnector({
+    timeout: timeoutMs,
+    lookup: createGuardedLookup(hostMap, allow),
+    ...(options.extraCaFile ? { secureContext: trustingAlso(options.extraCaFile) } : {}),
+  });
   const agent = new Agent({
     connect(opts, callback) {
       // net.connect does not call `lookup` for an IP literal, so such hosts are vetted here.

@@ -234,6 +234,9 @@ describe('the outbound address guard at send time', () => {
   it('a malformed setting fails at creation, not at send time', () => {
     expect(() => createWebhookSender({ hostMap: 'receiver.test', allowCidrs: '' })).toThrow(/DISPATCH_HOST_MAP/);
     expect(() => createWebhookSender({ hostMap: '', allowCidrs: '127.0.0.0/40' })).toThrow(/DISPATCH_ALLOW_CIDRS/);
+    expect(() => createWebhookSender({ hostMap: '', allowCidrs: '', extraCaFile: '/nonexistent/ca.pem' })).toThrow(
+      /NODE_EXTRA_CA_CERTS/,
+    );
   });
 });
 

@@ -1,7 +1,7 @@
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { closeServer, createLogger, createMetricsServer, createStopStack, listen, type Logger } from '@svc/observability';
-import { createDb, createPool, JOBS, type DeliveryJob, type ShipmentEventJob } from '@svc/schema';
+import { createDb, createPool, JOBS, lateExtraCaCerts, type DeliveryJob, type ShipmentEventJob } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { DispatcherConfig } from './config';
 import { createFanOut } from './fan-out.worker';
@@ -49,7 +49,11 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     undo.push('worker redis', () => workerRedis.quit().catch(() => workerRedis.disconnect()));
     await workerRedis.connect();
 
-    const sender = createWebhookSender({ hostMap: config.dispatchHostMap, allowCidrs: config.dispatchAllowCidrs });
+    const sender = createWebhookSender({
+      hostMap: config.dispatchHostMap,
+      allowCidrs: config.dispatchAllowCidrs,
+      extraCaFile: lateExtraCaCerts(),
+    });
     undo.push('sender', () => sender.close());
 
     const eventsQueue = new Queue<ShipmentEventJob>(JOBS.shipmentEvent.queue, { connection: commands, prefix: config.redisPrefix });

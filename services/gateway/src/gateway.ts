@@ -2,7 +2,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { Queue } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { closeServer, createLogger, createMetricsServer, createStopStack, listen, type Logger } from '@svc/observability';
-import { createDb, createPool, JOBS, systemClock, type Clock, type ShipmentEventJob } from '@svc/schema';
+import { createDb, createPool, JOBS, lateExtraCaCerts, systemClock, type Clock, type ShipmentEventJob } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
 import { createApp } from './app';
@@ -80,7 +80,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     outboxRelay.start();
     undo.push('outbox relay', () => outboxRelay.stop());
 
-    const sender = createWebhookSender({ hostMap: config.dispatchHostMap, allowCidrs: config.dispatchAllowCidrs });
+    const sender = createWebhookSender({
+      hostMap: config.dispatchHostMap,
+      allowCidrs: config.dispatchAllowCidrs,
+      extraCaFile: lateExtraCaCerts(),
+    });
     undo.push('sender', () => sender.close());
 
     const deps: GatewayDeps = {
