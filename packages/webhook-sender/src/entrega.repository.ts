@@ -109,18 +109,26 @@ export async function insertPingDelivery(
       status_code: ping.statusCode,
       intentos: 1,
       ultimo_intento_en: ping.at,
+      // Created when its one attempt began, not when the attempt (up to 5 s) ended and was recorded.
+      created_at: ping.at,
     })
     .returning(['id', 'evento', 'exitoso', 'status_code', 'intentos', 'ultimo_intento_en', 'created_at'])
     .executeTakeFirstOrThrow();
   return toRecord(row);
 }
 
-/** The newest deliveries of a webhook, newest first (the detail's window). */
+/**
+ * The newest deliveries of a webhook that have been attempted, newest first (the detail's window).
+ * A delivery waiting for its first attempt (or ended unattempted because its webhook was
+ * deactivated) has no `intentos` (1 to 3) nor `ultimoIntentoEn` to show, as the list's
+ * `ultimoDelivery` has no outcome for it.
+ */
 export async function latestDeliveries(db: Db, webhookId: string, limit: number): Promise<DeliveryRecord[]> {
   const rows = await db
     .selectFrom('entregas')
     .select(['id', 'evento', 'exitoso', 'status_code', 'intentos', 'ultimo_intento_en', 'created_at'])
     .where('webhook_id', '=', webhookId)
+    .where('ultimo_intento_en', 'is not', null)
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(limit)

@@ -254,6 +254,36 @@ describe('webhook operations', () => {
       const list = await api('get', '/webhooks', c.live);
       expect(list.body.data[0].ultimoDelivery).toEqual({ exitoso: false, statusCode: 500, fecha: entregas[0]!.ultimoIntentoEn });
     });
+
+    it('leaves out deliveries not attempted yet: every item has intentos 1 to 3 and an ultimoIntentoEn', async () => {
+      const c = await createCompany(gw);
+      const id = idOf(await create(c.live));
+      const attempted = await pool.query<{ id: string }>(
+        `insert into entregas (id, webhook_id, evento_id, evento, estado, exitoso, status_code, intentos, ultimo_intento_en, created_at)
+         values (gen_random_uuid(), $1, gen_random_uuid(), 'GUIA_CREADA', 'pendiente', false, 503, 1, now() - interval '2 s', now() - interval '2 s')
+         returning id`,
+        [id],
+      );
+      // Newer, but queued and never tried (or ended untried when its webhook was deactivated).
+      await pool.query(
+        `insert into entregas (id, webhook_id, evento_id, evento, estado, created_at)
+         values (gen_random_uuid(), $1, gen_random_uuid(), 'GUIA_RECOLECTADA', 'pendiente', now()),
+                (gen_random_uuid(), $1, gen_random_uuid(), 'GUIA_EN_BODEGA', 'fallida', now())`,
+        [id],
+      );
+      const res = await api('get', `/webhooks/${id}`, c.live);
+      expect(res.body.data.entregas).toEqual([
+        {
+          id: attempted.rows[0]!.id,
+          evento: 'GUIA_CREADA',
+          exitoso: false,
+          statusCode: 503,
+          intentos: 1,
+          ultimoIntentoEn: expect.stringMatching(ISO),
+          createdAt: expect.stringMatching(ISO),
+        },
+      ]);
+    });
   });
 
   describe('PATCH /api/v1/webhooks/:id', () => {
