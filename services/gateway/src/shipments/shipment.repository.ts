@@ -207,18 +207,16 @@ export interface HistoryEntry {
   evento: ShipmentEvent;
   fecha: Date;
   motivo: string | null;
-  fechaEntrega: string | null;
 }
 
 /** The shipment's history, oldest first. */
 export async function listHistory(db: Db, guiaId: string): Promise<HistoryEntry[]> {
-  const rows = await db
+  return db
     .selectFrom('guia_historial')
-    .select(['estado', 'evento', 'fecha', 'motivo', 'fecha_entrega'])
+    .select(['estado', 'evento', 'fecha', 'motivo'])
     .where('guia_id', '=', guiaId)
     .orderBy('id', 'asc')
     .execute();
-  return rows.map((r) => ({ estado: r.estado, evento: r.evento, fecha: r.fecha, motivo: r.motivo, fechaEntrega: r.fecha_entrega }));
 }
 
 /** The shipment, locked until the transaction ends: concurrent transitions of it run one after another. */

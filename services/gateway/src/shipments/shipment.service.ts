@@ -246,7 +246,7 @@ export async function listPage(
 export interface TrackingView {
   numeroGuia: string;
   estado: Estado;
-  historial: Array<{ estado: Estado; evento: string; fecha: string; motivo?: string; fechaEntrega?: string }>;
+  historial: Array<{ estado: Estado; evento: string; fecha: string; motivo?: string }>;
 }
 
 export async function tracking(deps: Pick<Deps, 'db'>, scope: GuiaScope, numeroGuia: string): Promise<TrackingView> {
@@ -256,12 +256,13 @@ export async function tracking(deps: Pick<Deps, 'db'>, scope: GuiaScope, numeroG
   return {
     numeroGuia: guia.numero_guia,
     estado: guia.estado,
+    // Exactly the fields operations.md gives an entry; the delivery time a GUIA_ENTREGADA carried
+    // stays stored with the entry, not shown (its `fecha` is when it was recorded).
     historial: history.map((h) => ({
       estado: h.estado,
       evento: h.evento,
       fecha: h.fecha.toISOString(),
       ...(h.motivo !== null ? { motivo: h.motivo } : {}),
-      ...(h.fechaEntrega !== null ? { fechaEntrega: h.fechaEntrega } : {}),
     })),
   };
 }
