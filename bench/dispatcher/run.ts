@@ -16,7 +16,8 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { JOBS, type ShipmentEventJob } from '@svc/schema';
 import { cpuSnapshot } from '../support/cpu';
-import { deletePrefix, freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
+import { freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
+import { deletePrefix } from '../../test/support/redis-prefix';
 import { deliveryIdFor } from '../../services/dispatcher/src/delivery-id';
 
 const ROOT = join(__dirname, '..', '..');

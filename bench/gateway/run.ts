@@ -8,7 +8,8 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { cpuPercent, cpuSnapshot } from '../support/cpu';
-import { deletePrefix, freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
+import { freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
+import { deletePrefix } from '../../test/support/redis-prefix';
 
 const ROOT = join(__dirname, '..', '..');
 const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');

@@ -1,9 +1,8 @@
 // What both benchmarks do around the services they measure: a fresh database, child processes
-// stopped cleanly, peak memory, and the Redis keys of the run removed at the end.
+// stopped cleanly, peak memory. (The run's Redis keys go with test/support/redis-prefix's deletePrefix.)
 import { readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
-import type { Redis } from 'ioredis';
 import { createDb, createPool, migrateToLatest } from '@svc/schema';
 
 /** Drops and recreates `name` on the server of `pgBase` (no trailing slash), migrated; its URL. */
@@ -40,14 +39,4 @@ export async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<
 export function peakRssMb(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
-}
-
-/** Deletes every key under `prefix:` (the run's whole Redis footprint). */
-export async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
 }
