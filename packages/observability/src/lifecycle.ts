@@ -57,3 +57,40 @@ export function closeServer(server: Server): Promise<void> {
     server.closeIdleConnections();
   });
 }
+
+export interface RunOptions {
+  /** What the stop log line says is being finished, e.g. `in-flight requests`. */
+  finishing: string;
+  /** Where the signals come from. Default `process`. */
+  signals?: Pick<NodeJS.EventEmitter, 'on'>;
+  /** Default `process.exit`. */
+  exit?: (code: number) => void;
+}
+
+/**
+ * Runs a service until the first SIGINT or SIGTERM, then stops it and exits (0 after a clean stop,
+ * 1 otherwise). The handlers are in place before `start` begins: a signal that arrives while the
+ * service is still starting lets the start finish, then stops what it built, instead of Node's
+ * default of dying with connections half open. Resolves once started; rejects if `start` fails.
+ */
+export async function runUntilSignal(
+  logger: Logger,
+  start: () => Promise<{ stop(): Promise<void> }>,
+  options: RunOptions,
+): Promise<void> {
+  const signals = options.signals ?? process;
+  const exit = options.exit ?? ((code: number) => process.exit(code));
+  const started = start();
+  let stopping = false;
+  const onSignal = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, `stopping: finishing ${options.finishing}`);
+    started.then(
+      (service) => service.stop().then(() => exit(0), () => exit(1)),
+      () => undefined, // a failed start is reported by the caller
+    );
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) signals.on(signal, () => onSignal(signal));
+  await started;
+}

@@ -1,5 +1,6 @@
 import { Agent, createServer, request } from 'node:http';
-import { closeServer, createStopStack, listen } from '@svc/observability';
+import { EventEmitter } from 'node:events';
+import { closeServer, createStopStack, listen, runUntilSignal } from '@svc/observability';
 import { captureLogs } from '../../../test/support/log-capture';
 
 describe('createStopStack', () => {
@@ -60,5 +61,62 @@ describe('listen and closeServer', () => {
     const port = await listen(a, 0);
     await expect(listen(createServer(), port)).rejects.toThrow(/EADDRINUSE/);
     await closeServer(a);
+  });
+});
+
+describe('runUntilSignal', () => {
+  const harness = () => {
+    const signals = new EventEmitter();
+    const exits: number[] = [];
+    let exited!: () => void;
+    const exitedOnce = new Promise<void>((r) => (exited = r));
+    const exit = (code: number): void => {
+      exits.push(code);
+      exited();
+    };
+    return { signals, exits, exitedOnce, exit, log: captureLogs('t') };
+  };
+
+  it('stops on the first signal only, then exits 0', async () => {
+    const h = harness();
+    let stops = 0;
+    await runUntilSignal(h.log.logger, async () => ({ stop: async () => void stops++ }), { finishing: 'work', signals: h.signals, exit: h.exit });
+    h.signals.emit('SIGTERM');
+    h.signals.emit('SIGINT');
+    await h.exitedOnce;
+    expect({ stops, exits: h.exits }).toEqual({ stops: 1, exits: [0] });
+    expect(h.log.lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([
+      expect.objectContaining({ signal: 'SIGTERM', msg: 'stopping: finishing work' }),
+    ]);
+  });
+
+  it('lets a start that a signal interrupts finish, then stops what it built', async () => {
+    const h = harness();
+    let finishStart!: () => void;
+    const ran: string[] = [];
+    const running = runUntilSignal(
+      h.log.logger,
+      async () => {
+        await new Promise<void>((r) => (finishStart = r));
+        ran.push('started');
+        return { stop: async () => void ran.push('stopped') };
+      },
+      { finishing: 'work', signals: h.signals, exit: h.exit },
+    );
+    h.signals.emit('SIGINT');
+    expect(ran).toEqual([]);
+    finishStart();
+    await running;
+    await h.exitedOnce;
+    expect({ ran, exits: h.exits }).toEqual({ ran: ['started', 'stopped'], exits: [0] });
+  });
+
+  it('exits 1 when the stop fails, and rejects when the start fails', async () => {
+    const h = harness();
+    await runUntilSignal(h.log.logger, async () => ({ stop: () => Promise.reject(new Error('stuck')) }), { finishing: 'work', signals: h.signals, exit: h.exit });
+    h.signals.emit('SIGTERM');
+    await h.exitedOnce;
+    expect(h.exits).toEqual([1]);
+    await expect(runUntilSignal(h.log.logger, () => Promise.reject(new Error('no db')), { finishing: 'work', signals: new EventEmitter(), exit: h.exit })).rejects.toThrow('no db');
   });
 });

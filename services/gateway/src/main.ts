@@ -1,6 +1,6 @@
 // The gateway's composition root: settings once (fail fast), then every dependency, then serve.
 import { loadDotEnv } from '@svc/schema';
-import { createLogger } from '@svc/observability';
+import { createLogger, runUntilSignal } from '@svc/observability';
 import { loadGatewayConfig } from './config';
 import { startGateway } from './gateway';
 
@@ -14,20 +14,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const logger = createLogger('gateway', config.logLevel);
-  const gateway = await startGateway(config, { logger });
-
-  let stopping = false;
-  const shutdown = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'stopping: finishing in-flight requests');
-    gateway.stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  await runUntilSignal(logger, () => startGateway(config, { logger }), { finishing: 'in-flight requests' });
 }
 
 main().catch((err: unknown) => {
