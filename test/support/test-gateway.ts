@@ -1,3 +1,4 @@
+import pg from 'pg';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
 import { systemClock, type Clock } from '@svc/schema';
@@ -5,6 +6,8 @@ import type { Logger } from '@svc/observability';
 import { loadGatewayConfig, type GatewayConfig } from '../../services/gateway/src/config';
 import { startGateway, type GatewayOptions, type RunningGateway } from '../../services/gateway/src/gateway';
 import { TEST_REDIS_URL } from './env';
+import { dropPrefix, uniquePrefix } from './redis-prefix';
+import { createTestDatabase, type TestDatabase } from './test-database';
 import { captureLogs } from './log-capture';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -50,6 +53,40 @@ export async function startTestGateway(opts: {
       return body === undefined ? r : r.send(body as object);
     },
   };
+}
+
+/** What most gateway test files run against: their own database, Redis prefix, gateway and SQL pool. */
+export interface GatewayFixture {
+  database: TestDatabase;
+  prefix: string;
+  gw: TestGateway;
+  /** For checking rows directly (two connections). */
+  pool: pg.Pool;
+  /** Undoes all of it; safe after a start that failed halfway. */
+  stop(): Promise<void>;
+}
+
+export async function startGatewayFixture(
+  label: string,
+  opts: Omit<Parameters<typeof startTestGateway>[0], 'databaseUrl' | 'redisPrefix'> = {},
+): Promise<GatewayFixture> {
+  const database = await createTestDatabase();
+  const prefix = uniquePrefix(label);
+  const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  const stop = async (gw?: TestGateway): Promise<void> => {
+    await gw?.stop();
+    await pool.end();
+    await dropPrefix(prefix);
+    await database.drop();
+  };
+  let gw: TestGateway;
+  try {
+    gw = await startTestGateway({ ...opts, databaseUrl: database.url, redisPrefix: prefix });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { database, prefix, gw, pool, stop: () => stop(gw) };
 }
 
 export interface Company {

@@ -209,10 +209,8 @@ describe('the error envelope', () => {
   });
 
   it('503 SERVICE_UNAVAILABLE when Postgres is unreachable', async () => {
-    const other = await startTestGateway({
-      databaseUrl: 'postgres://postgres@127.0.0.1:1/nada',
-      redisPrefix: uniquePrefix('errors-pg'),
-    });
+    const otherPrefix = uniquePrefix('errors-pg');
+    const other = await startTestGateway({ databaseUrl: 'postgres://postgres@127.0.0.1:1/nada', redisPrefix: otherPrefix });
     try {
       const res = await other.admin('post', '/empresas', { nombre: 'x' });
       expect(res.status).toBe(503);
@@ -221,6 +219,7 @@ describe('the error envelope', () => {
       expect(api.status).toBe(503);
     } finally {
       await other.stop();
+      await dropPrefix(otherPrefix);
     }
   });
 });

@@ -1,30 +1,20 @@
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
-import { count, createBatch, createOne, empresaRow, guia, sqlPool } from './shipment-fixtures';
+import { createCompany, type TestGateway, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
+import { count, createBatch, createOne, empresaRow, guia } from './shipment-fixtures';
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 const funded = { planActivo: true, creditos: 100 };
 
 describe('Idempotency-Key on the creation routes', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  let fx: GatewayFixture;
   let gw: TestGateway;
   let pool: pg.Pool;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('idem');
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
-    pool = sqlPool(database.url);
+    fx = await startGatewayFixture('idem');
+    ({ gw, pool } = fx);
   });
-  afterAll(async () => {
-    await gw?.stop();
-    await pool?.end();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   const guiasOf = (empresaId: string) => count(pool, 'select count(*) n from guias where empresa_id = $1', [empresaId]);
   const eventsOf = (empresaId: string) => count(pool, 'select count(*) n from outbox where empresa_id = $1', [empresaId]);

@@ -1,32 +1,22 @@
 import type pg from 'pg';
 import { guatemalaDay, MAX_CREDITOS } from '@svc/schema';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { createBranch, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
-import { count, createBatch, createOne, empresaRow, guia, manualClock, sqlPool } from './shipment-fixtures';
+import { createBranch, createCompany, type TestGateway, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
+import { count, createBatch, createOne, empresaRow, guia, manualClock } from './shipment-fixtures';
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 
 describe('daily limit and credits', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  let fx: GatewayFixture;
   let gw: TestGateway;
   let pool: pg.Pool;
   // 2026-11-22 05:00 UTC is 2026-11-21 23:00 in Guatemala (UTC-6): an hour before its midnight.
   const clock = manualClock(new Date('2026-11-22T05:00:00.000Z'));
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('quota');
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix, clock });
-    pool = sqlPool(database.url);
+    fx = await startGatewayFixture('quota', { clock });
+    ({ gw, pool } = fx);
   });
-  afterAll(async () => {
-    await gw?.stop();
-    await pool?.end();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
   beforeEach(() => clock.set('2026-11-22T05:00:00.000Z'));
 
   const guiasOf = (empresaId: string) => count(pool, 'select count(*) n from guias where empresa_id = $1', [empresaId]);

@@ -1,27 +1,17 @@
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { bearer, createBranch, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
-import { count, createBatch, createOne, empresaRow, guia, moveOn, sqlPool } from './shipment-fixtures';
+import { bearer, createBranch, createCompany, type TestGateway, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
+import { count, createBatch, createOne, empresaRow, guia, moveOn } from './shipment-fixtures';
 
 describe('sandbox (test tokens)', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  let fx: GatewayFixture;
   let gw: TestGateway;
   let pool: pg.Pool;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('sandbox');
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
-    pool = sqlPool(database.url);
+    fx = await startGatewayFixture('sandbox');
+    ({ gw, pool } = fx);
   });
-  afterAll(async () => {
-    await gw?.stop();
-    await pool?.end();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   const numbers = (res: { body: { data: { guias: Array<{ numeroGuia: string }> } } }) => res.body.data.guias.map((g) => g.numeroGuia);
   const list = (token: string) => gw.http.get('/api/v1/guias').set('Authorization', bearer(token));

@@ -1,20 +1,19 @@
 import type pg from 'pg';
 import { validateGuiaCreate } from '@svc/schema';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
 import {
   bearer,
   createBranch,
   createCompany,
-  startTestGateway,
   type Company,
   type TestGateway,
+  startGatewayFixture,
+  type GatewayFixture,
 } from '../../../test/support/test-gateway';
 import { hashToken } from '../src/auth/token';
 import { findPrincipalByHash } from '../src/auth/token.repository';
 import { generateNumeroGuia } from '../src/shipments/numero-guia';
 import { createGuias } from '../src/shipments/shipment.service';
-import { count, createBatch, createOne, empresaRow, guia, moveOn, sqlPool } from './shipment-fixtures';
+import { count, createBatch, createOne, empresaRow, guia, moveOn } from './shipment-fixtures';
 
 const NUMERO = /^SVC[0-9A-HJKMNP-TV-Z]{10}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -22,23 +21,15 @@ const envelope = (code: string) => ({ success: false, error: { code, message: ex
 const funded = { planActivo: true, creditos: 1000 };
 
 describe('shipments: creation, listing and tracking', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  let fx: GatewayFixture;
   let gw: TestGateway;
   let pool: pg.Pool;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('guias');
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
-    pool = sqlPool(database.url);
+    fx = await startGatewayFixture('guias');
+    ({ gw, pool } = fx);
   });
-  afterAll(async () => {
-    await gw?.stop();
-    await pool?.end();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   describe('POST /api/v1/guias', () => {
     it('creates a shipment in status CREADA with its history entry and GUIA_CREADA event', async () => {

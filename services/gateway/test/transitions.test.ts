@@ -1,8 +1,6 @@
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { ADMIN_TOKEN, createBranch, createCompany, startTestGateway, type Company, type TestGateway } from '../../../test/support/test-gateway';
-import { count, createBatch, createOne, guia, manualClock, moveOn, sqlPool } from './shipment-fixtures';
+import { ADMIN_TOKEN, createBranch, createCompany, type Company, type TestGateway, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
+import { count, createBatch, createOne, guia, manualClock, moveOn } from './shipment-fixtures';
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 
@@ -43,18 +41,15 @@ const CASES = ESTADOS.flatMap((from) => EVENTOS.map((evento) => [from, evento, A
 const NOW = '2026-11-22T16:45:00.000Z';
 
 describe('shipment transitions (POST /internal/v1/guias/{numeroGuia}/eventos)', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  let fx: GatewayFixture;
   let gw: TestGateway;
   let pool: pg.Pool;
   let company: Company;
   const shipmentOf = new Map<string, string>();
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('transitions');
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix, clock: manualClock(new Date(NOW)) });
-    pool = sqlPool(database.url);
+    fx = await startGatewayFixture('transitions', { clock: manualClock(new Date(NOW)) });
+    ({ gw, pool } = fx);
     company = await createCompany(gw, { planActivo: true, creditos: 1000, sucursalesHabilitadas: true });
     // One live shipment per case, put straight into the case's starting status.
     const created = await createBatch(gw, company.live, CASES.map((_, i) => guia(i)));
@@ -65,12 +60,7 @@ describe('shipment transitions (POST /internal/v1/guias/{numeroGuia}/eventos)', 
       await pool.query('update guias set estado = $1 where numero_guia = $2', [from, numbers[i]]);
     }
   });
-  afterAll(async () => {
-    await gw?.stop();
-    await pool?.end();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   const estadoOf = async (numero: string) =>
     (await pool.query<{ estado: string }>('select estado from guias where numero_guia = $1', [numero])).rows[0]?.estado;

@@ -1,15 +1,13 @@
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
 import {
   bearer,
   createBranch,
   createCompany,
-  startTestGateway,
   type Company,
   type TestGateway,
+  startGatewayFixture,
+  type GatewayFixture,
 } from '../../../test/support/test-gateway';
-import { sqlPool } from './shipment-fixtures';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -17,23 +15,15 @@ const envelope = (code: string) => ({ success: false, error: { code, message: ex
 const HOOK = 'https://receiver.test:8443/hook';
 
 describe('webhook operations', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  let fx: GatewayFixture;
   let gw: TestGateway;
   let pool: pg.Pool;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('webhooks');
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
-    pool = sqlPool(database.url);
+    fx = await startGatewayFixture('webhooks', { env: { RATE_LIMIT_PER_MINUTE: '100000' } });
+    ({ gw, pool } = fx);
   });
-  afterAll(async () => {
-    await gw?.stop();
-    await pool?.end();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   const api = (method: 'get' | 'post' | 'patch' | 'delete', path: string, token: string, body?: unknown) => {
     const r = gw.http[method](`/api/v1${path}`).set('Authorization', bearer(token));
