@@ -117,7 +117,9 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     const metricsPort = await listen(metricsServer, config.metricsPort);
     undo.push('metrics server', () => closeServer(metricsServer));
 
-    await Promise.all([fanOutWorker.waitUntilReady(), deliveryWorker.waitUntilReady()]);
+    // The queues too: BullMQ drops a shared connection's listeners when it closes, so a queue closed
+    // while its first checks were still running would raise its late error with no one to hear it.
+    await Promise.all([eventsQueue, deliveryQueue, fanOutWorker, deliveryWorker].map((q) => q.waitUntilReady()));
     logger.info({ metricsPort, concurrency: config.concurrency, prefix: config.redisPrefix }, 'dispatcher started');
     return { metricsPort, metrics, stop };
   } catch (err) {
