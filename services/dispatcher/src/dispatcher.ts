@@ -127,5 +127,3 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     throw err;
   }
 }
-
-
