@@ -6,8 +6,8 @@ import { jsonBody } from './http/body.middleware';
 import { requestId } from './http/request-id.middleware';
 import { accessLog } from './http/access-log.middleware';
 import { errorMiddleware, notFound } from './http/error.middleware';
-import { mountEmpresaRoutes } from './empresas/empresa.routes';
-import { mountEmpresaInternalRoutes } from './empresas/empresa.internal-routes';
+import { mountCompanyRoutes } from './companies/company.routes';
+import { mountCompanyInternalRoutes } from './companies/company.internal-routes';
 import { mountShipmentRoutes, mountShipmentInternalRoutes } from './shipments/shipment.routes';
 import { mountWebhookRoutes, mountWebhookInternalRoutes } from './webhooks/webhook.routes';
 import type { GatewayDeps } from './deps';
@@ -26,14 +26,14 @@ export function createApp(deps: GatewayDeps): Express {
   app.use(accessLog(deps.logger, deps.metrics));
 
   const internal = Router({ strict: false });
-  mountEmpresaInternalRoutes(internal, deps);
+  mountCompanyInternalRoutes(internal, deps);
   mountShipmentInternalRoutes(internal, deps);
   mountWebhookInternalRoutes(internal, deps);
   internal.use(notFound);
   app.use('/internal/v1', adminOnly(deps.config.adminToken, safeEqual), jsonBody, internal);
 
   const api = Router({ strict: false });
-  mountEmpresaRoutes(api, deps);
+  mountCompanyRoutes(api, deps);
   mountShipmentRoutes(api, deps);
   mountWebhookRoutes(api, deps);
   api.use(notFound);

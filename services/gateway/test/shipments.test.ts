@@ -12,7 +12,7 @@ import {
 import { hashToken } from '../src/auth/token';
 import { findPrincipalByHash } from '../src/auth/token.repository';
 import { generateNumeroGuia } from '../src/shipments/numero-guia';
-import { createGuias } from '../src/shipments/shipment.service';
+import { createShipments } from '../src/shipments/shipment.service';
 import { count, createBatch, createOne, empresaRow, guia, moveOn } from './shipment-fixtures';
 
 const NUMERO = /^SVC[0-9A-HJKMNP-TV-Z]{10}$/;
@@ -95,7 +95,7 @@ describe('shipments: creation, listing and tracking', () => {
         return n;
       };
       const ctx = { principal, requestId: 'req-collision', idempotency: undefined };
-      const answer = await createGuias(gw.deps, ctx, [validateGuiaCreate(guia(2))], 'single', numbers);
+      const answer = await createShipments(gw.deps, ctx, [validateGuiaCreate(guia(2))], 'single', numbers);
       expect(answer.status).toBe(201);
       expect(given).toHaveLength(3);
       expect((answer.body as { data: { numeroGuia: string } }).data.numeroGuia).toBe(given[2]);
@@ -103,7 +103,7 @@ describe('shipments: creation, listing and tracking', () => {
       expect(await count(pool, 'select count(*) n from outbox where empresa_id = $1', [c.id])).toBe(2);
       expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 8, guias_hoy: 2 });
       // A number that keeps colliding gives up after four attempts, charging nothing.
-      await expect(createGuias(gw.deps, ctx, [validateGuiaCreate(guia(3))], 'single', () => taken)).rejects.toMatchObject({ code: '23505' });
+      await expect(createShipments(gw.deps, ctx, [validateGuiaCreate(guia(3))], 'single', () => taken)).rejects.toMatchObject({ code: '23505' });
       expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 8, guias_hoy: 2 });
     });
 

@@ -50,7 +50,7 @@ export async function replaceTokens(
 }
 
 /** Every token hash of a company and its branches (to drop them from caches when it changes). */
-export async function hashesOfEmpresa(db: Db, empresaId: string): Promise<string[]> {
+export async function hashesOfCompany(db: Db, empresaId: string): Promise<string[]> {
   const rows = await db.selectFrom('tokens').select('hash').where('empresa_id', '=', empresaId).execute();
   return rows.map((r) => r.hash);
 }

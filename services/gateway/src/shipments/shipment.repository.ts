@@ -2,14 +2,14 @@ import { CompiledQuery, sql } from 'kysely';
 import type { Db, Estado, Guia, Modo, PlanPersonalizado, ShipmentEvent } from '@svc/schema';
 
 /** Whose shipments a caller may see: the company's of one mode, or only one branch's. */
-export interface GuiaScope {
+export interface ShipmentScope {
   empresaId: string;
   modo: Modo;
   /** Set for a branch token: only that branch's shipments. */
   sucursalId: string | null;
 }
 
-export interface NewGuia {
+export interface NewShipment {
   numeroGuia: string;
   destinatario: Record<string, unknown>;
   paquete: Record<string, unknown>;
@@ -19,7 +19,7 @@ export interface NewGuia {
   eventId: string | null;
 }
 
-export interface InsertedGuia {
+export interface InsertedShipment {
   numeroGuia: string;
   createdAt: Date;
 }
@@ -103,12 +103,12 @@ const CREATION = {
  * entry and their GUIA_CREADA outbox events. Returns them in the order given, or [] when the charge
  * was refused (nothing written). Run it on its own (autocommit) or inside a transaction.
  */
-export async function insertGuias(
+export async function insertShipments(
   trx: Db,
   owner: Owner,
-  guias: NewGuia[],
+  guias: NewShipment[],
   context: { day: string; requestId: string | null },
-): Promise<InsertedGuia[]> {
+): Promise<InsertedShipment[]> {
   const one = guias.length === 1 ? guias[0] : undefined;
   const values: Record<Param, unknown> = {
     day: context.day,
@@ -183,7 +183,7 @@ export async function readAllowance(trx: Db, empresaId: string, day: string): Pr
 }
 
 /** One page of the caller's shipments, newest first, strictly older than `beforeId` when given. */
-export async function listGuias(db: Db, scope: GuiaScope, limit: number, beforeId: string | undefined): Promise<Guia[]> {
+export async function listShipments(db: Db, scope: ShipmentScope, limit: number, beforeId: string | undefined): Promise<Guia[]> {
   let q = db.selectFrom('guias').selectAll().where('empresa_id', '=', scope.empresaId).where('modo', '=', scope.modo);
   if (scope.sucursalId) q = q.where('sucursal_id', '=', scope.sucursalId);
   if (beforeId !== undefined) q = q.where('id', '<', beforeId);
@@ -191,7 +191,7 @@ export async function listGuias(db: Db, scope: GuiaScope, limit: number, beforeI
 }
 
 /** A shipment the caller may see, or undefined (another company's, branch's or mode's is not found). */
-export async function findGuia(db: Db, scope: GuiaScope, numeroGuia: string): Promise<Guia | undefined> {
+export async function findShipment(db: Db, scope: ShipmentScope, numeroGuia: string): Promise<Guia | undefined> {
   let q = db
     .selectFrom('guias')
     .selectAll()
@@ -220,7 +220,7 @@ export async function listHistory(db: Db, guiaId: string): Promise<HistoryEntry[
 }
 
 /** The shipment, locked until the transaction ends: concurrent transitions of it run one after another. */
-export async function lockGuia(trx: Db, numeroGuia: string): Promise<Guia | undefined> {
+export async function lockShipment(trx: Db, numeroGuia: string): Promise<Guia | undefined> {
   return trx.selectFrom('guias').selectAll().where('numero_guia', '=', numeroGuia).forUpdate().executeTakeFirst();
 }
 

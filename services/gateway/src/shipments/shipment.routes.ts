@@ -3,7 +3,7 @@ import { validateGuiaBatch, validateGuiaCreate, validateGuiaEvento } from '@svc/
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 import { idempotencyRequest } from '../idempotency/idempotency';
-import { createGuias, listPage, scopeOf, tracking, transitionGuia, type CreateAnswer } from './shipment.service';
+import { createShipments, listPage, scopeOf, tracking, transitionShipment, type CreateAnswer } from './shipment.service';
 
 function principalOf(req: Request) {
   return req.principal!;
@@ -22,7 +22,7 @@ export function mountShipmentRoutes(router: Router, deps: GatewayDeps): void {
       // Validated first: the key's hash walks the body, which only the schema bounds in depth.
       const item = validateGuiaCreate(req.body);
       const idempotency = idempotencyRequest(req.headers['idempotency-key'], principal.tokenId, 'POST /guias', req.body);
-      send(res, await createGuias(deps, { principal, requestId: req.requestId, idempotency }, [item], 'single'));
+      send(res, await createShipments(deps, { principal, requestId: req.requestId, idempotency }, [item], 'single'));
     },
     get: async (req, res) => {
       const data = await listPage(deps, scopeOf(principalOf(req)), req.query as Record<string, unknown>);
@@ -35,7 +35,7 @@ export function mountShipmentRoutes(router: Router, deps: GatewayDeps): void {
       const principal = principalOf(req);
       const { guias } = validateGuiaBatch(req.body);
       const idempotency = idempotencyRequest(req.headers['idempotency-key'], principal.tokenId, 'POST /guias/batch', req.body);
-      send(res, await createGuias(deps, { principal, requestId: req.requestId, idempotency }, guias, 'batch'));
+      send(res, await createShipments(deps, { principal, requestId: req.requestId, idempotency }, guias, 'batch'));
     },
   });
 
@@ -52,7 +52,7 @@ export function mountShipmentInternalRoutes(router: Router, deps: GatewayDeps): 
   route(router, '/guias/:numeroGuia/eventos', {
     post: async (req, res) => {
       const body = validateGuiaEvento(req.body);
-      const data = await transitionGuia(deps, String(req.params.numeroGuia), body, req.requestId);
+      const data = await transitionShipment(deps, String(req.params.numeroGuia), body, req.requestId);
       res.json({ success: true, data });
     },
   });

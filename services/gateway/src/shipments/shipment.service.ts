@@ -18,21 +18,21 @@ import { claimKey, findAnswer, storeAnswer } from '../idempotency/idempotency.re
 import { generateNumeroGuia, isPlausibleNumeroGuia } from './numero-guia';
 import { nextEstado } from './shipment-state';
 import {
-  findGuia,
-  insertGuias,
+  findShipment,
+  insertShipments,
   isNumeroGuiaTaken,
-  listGuias,
+  listShipments,
   listHistory,
-  lockGuia,
+  lockShipment,
   readAllowance,
   recordTransition,
-  type GuiaScope,
+  type ShipmentScope,
 } from './shipment.repository';
 
 type Deps = Pick<GatewayDeps, 'db' | 'clock' | 'metrics' | 'outboxRelay'>;
 
 /** A shipment as the API shows it (creation, listing). */
-export interface GuiaView {
+export interface ShipmentView {
   numeroGuia: string;
   estado: Estado;
   sucursalId: string | null;
@@ -52,8 +52,8 @@ function view(g: {
   paquete: Record<string, unknown>;
   referencia: string | null;
   extra: Record<string, unknown> | null;
-}): GuiaView {
-  const out: GuiaView = {
+}): ShipmentView {
+  const out: ShipmentView = {
     numeroGuia: g.numeroGuia,
     estado: g.estado,
     sucursalId: g.sucursalId,
@@ -67,7 +67,7 @@ function view(g: {
   return out;
 }
 
-export function scopeOf(p: Principal): GuiaScope {
+export function scopeOf(p: Principal): ShipmentScope {
   return { empresaId: p.empresa.id, modo: p.modo, sucursalId: p.sucursal?.id ?? null };
 }
 
@@ -86,7 +86,7 @@ const MAX_ATTEMPTS = 4;
  * and their GUIA_CREADA events (live only) in one statement; with an Idempotency-Key, that statement
  * runs in the transaction that claims the key and stores the answer.
  */
-export async function createGuias(
+export async function createShipments(
   deps: Deps,
   ctx: { principal: Principal; requestId: string; idempotency: IdempotencyRequest | undefined },
   items: GuiaCreate[],
@@ -110,7 +110,7 @@ export async function createGuias(
       eventId: live ? randomUUID() : null,
     }));
     const insert = async (trx: Deps['db']): Promise<SuccessEnvelope<unknown>> => {
-      const inserted = await insertGuias(trx, owner, fresh, { day, requestId: ctx.requestId });
+      const inserted = await insertShipments(trx, owner, fresh, { day, requestId: ctx.requestId });
       if (inserted.length === 0) throw await refusal(deps, trx, owner.empresaId, items.length, day);
       const views = fresh.map((g, i) =>
         view({ ...g, estado: 'CREADA', sucursalId: owner.sucursalId, createdAt: inserted[i]!.createdAt }),
@@ -219,11 +219,11 @@ function decodeCursor(cursor: string): string {
 
 export async function listPage(
   deps: Pick<Deps, 'db'>,
-  scope: GuiaScope,
+  scope: ShipmentScope,
   query: Record<string, unknown>,
-): Promise<{ guias: GuiaView[]; nextCursor: string | null }> {
+): Promise<{ guias: ShipmentView[]; nextCursor: string | null }> {
   const { limit, beforeId } = parseListQuery(query);
-  const rows = await listGuias(deps.db, scope, limit + 1, beforeId);
+  const rows = await listShipments(deps.db, scope, limit + 1, beforeId);
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return {
@@ -249,8 +249,8 @@ export interface TrackingView {
   historial: Array<{ estado: Estado; evento: string; fecha: string; motivo?: string }>;
 }
 
-export async function tracking(deps: Pick<Deps, 'db'>, scope: GuiaScope, numeroGuia: string): Promise<TrackingView> {
-  const guia = isPlausibleNumeroGuia(numeroGuia) ? await findGuia(deps.db, scope, numeroGuia) : undefined;
+export async function tracking(deps: Pick<Deps, 'db'>, scope: ShipmentScope, numeroGuia: string): Promise<TrackingView> {
+  const guia = isPlausibleNumeroGuia(numeroGuia) ? await findShipment(deps.db, scope, numeroGuia) : undefined;
   if (!guia) throw new AppError('NOT_FOUND', 'no such shipment');
   const history = await listHistory(deps.db, guia.id);
   return {
@@ -273,7 +273,7 @@ export async function tracking(deps: Pick<Deps, 'db'>, scope: GuiaScope, numeroG
  * Moves a shipment on (the courier's operations): locks it, checks the state machine, records the
  * status and history and, for a live shipment, its event in the outbox, all in one transaction.
  */
-export async function transitionGuia(
+export async function transitionShipment(
   deps: Deps,
   numeroGuia: string,
   req: GuiaEventoRequest,
@@ -288,7 +288,7 @@ export async function transitionGuia(
   }
   if (!isPlausibleNumeroGuia(numeroGuia)) throw new AppError('NOT_FOUND', 'no such shipment');
   const result = await deps.db.transaction().execute(async (trx) => {
-    const guia = await lockGuia(trx, numeroGuia);
+    const guia = await lockShipment(trx, numeroGuia);
     if (!guia) throw new AppError('NOT_FOUND', 'no such shipment');
     const estado = nextEstado(guia.estado, req.evento);
     if (!estado) {

@@ -12,7 +12,7 @@ export interface WebhookScope {
  * Locks the company row until the transaction ends, so two concurrent creations cannot both see
  * nine active webhooks and both insert a tenth.
  */
-export async function lockEmpresa(trx: Db, empresaId: string): Promise<boolean> {
+export async function lockCompany(trx: Db, empresaId: string): Promise<boolean> {
   const row = await trx.selectFrom('empresas').select('id').where('id', '=', empresaId).forUpdate().executeTakeFirst();
   return row !== undefined;
 }

@@ -2,7 +2,7 @@ import type { Request, Router } from 'express';
 import { validateWebhookCreate, validateWebhookPatch } from '@svc/schema';
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
-import { requireEmpresa, requireSucursal } from '../empresas/empresa.service';
+import { requireCompany, requireBranch } from '../companies/company.service';
 import {
   createWebhook,
   deleteWebhook,
@@ -73,8 +73,8 @@ export function mountWebhookInternalRoutes(router: Router, deps: GatewayDeps): v
   route(router, '/empresas/:id/sucursales/:sid/webhooks', {
     post: async (req, res) => {
       const body = validateWebhookCreate(req.body);
-      const empresa = await requireEmpresa(deps.db, String(req.params.id));
-      const sucursal = await requireSucursal(deps.db, empresa.id, String(req.params.sid));
+      const empresa = await requireCompany(deps.db, String(req.params.id));
+      const sucursal = await requireBranch(deps.db, empresa.id, String(req.params.sid));
       const data = await createWebhook(deps, { empresaId: empresa.id, sucursalId: sucursal.id }, body);
       res.status(201).json({ success: true, data });
     },

@@ -17,7 +17,7 @@ import {
   findWebhook,
   insertWebhook,
   listActiveWebhooks,
-  lockEmpresa,
+  lockCompany,
   updateWebhook,
   type WebhookScope,
 } from './webhook.repository';
@@ -103,7 +103,7 @@ export async function createWebhook(
   const url = validateWebhookUrl(body.url);
   const secret = generateSecret();
   const webhook = await deps.db.transaction().execute(async (trx) => {
-    if (!(await lockEmpresa(trx, owner.empresaId))) throw new AppError('NOT_FOUND', 'no such company');
+    if (!(await lockCompany(trx, owner.empresaId))) throw new AppError('NOT_FOUND', 'no such company');
     if ((await countActive(trx, owner.empresaId)) >= MAX_ACTIVE_WEBHOOKS) {
       throw new AppError('LIMIT_EXCEEDED', `the company already has ${MAX_ACTIVE_WEBHOOKS} active webhooks`);
     }

@@ -19,7 +19,7 @@ function toColumns(fields: Partial<EmpresaFields>): Record<string, unknown> {
   return out;
 }
 
-export async function insertEmpresa(db: Db, fields: EmpresaFields): Promise<Empresa> {
+export async function insertCompany(db: Db, fields: EmpresaFields): Promise<Empresa> {
   return db
     .insertInto('empresas')
     .values({ ...toColumns(fields), nombre: fields.nombre })
@@ -27,11 +27,11 @@ export async function insertEmpresa(db: Db, fields: EmpresaFields): Promise<Empr
     .executeTakeFirstOrThrow();
 }
 
-export async function findEmpresa(db: Db, id: string): Promise<Empresa | undefined> {
+export async function findCompany(db: Db, id: string): Promise<Empresa | undefined> {
   return db.selectFrom('empresas').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function updateEmpresa(db: Db, id: string, fields: Partial<EmpresaFields>): Promise<Empresa | undefined> {
+export async function updateCompany(db: Db, id: string, fields: Partial<EmpresaFields>): Promise<Empresa | undefined> {
   return db
     .updateTable('empresas')
     .set({ ...toColumns(fields), updated_at: new Date() })
@@ -41,7 +41,7 @@ export async function updateEmpresa(db: Db, id: string, fields: Partial<EmpresaF
 }
 
 /** Adds to the balance unless it would pass `max`: undefined when no row took it (unknown, or over). */
-export async function addCreditos(db: Db, id: string, cantidad: number, max: number): Promise<number | undefined> {
+export async function addCredits(db: Db, id: string, cantidad: number, max: number): Promise<number | undefined> {
   const row = await db
     .updateTable('empresas')
     .set((eb) => ({ creditos: eb('creditos', '+', cantidad), updated_at: new Date() }))
@@ -52,11 +52,11 @@ export async function addCreditos(db: Db, id: string, cantidad: number, max: num
   return row?.creditos;
 }
 
-export async function insertSucursal(db: Db, empresaId: string, nombre: string): Promise<Sucursal> {
+export async function insertBranch(db: Db, empresaId: string, nombre: string): Promise<Sucursal> {
   return db.insertInto('sucursales').values({ empresa_id: empresaId, nombre }).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function findSucursal(db: Db, empresaId: string, sucursalId: string): Promise<Sucursal | undefined> {
+export async function findBranch(db: Db, empresaId: string, sucursalId: string): Promise<Sucursal | undefined> {
   return db
     .selectFrom('sucursales')
     .selectAll()

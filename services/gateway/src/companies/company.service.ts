@@ -2,10 +2,10 @@ import { AppError, guatemalaDay, isUuid, type Clock, type Db, type Empresa, type
 import { generateToken, hashToken } from '../auth/token';
 import { replaceTokens } from '../auth/token.repository';
 import type { TokenCache } from '../auth/token-cache';
-import { findEmpresa, findSucursal } from './empresa.repository';
+import { findCompany, findBranch } from './company.repository';
 
 /** The company as the portal's routes show it. */
-export function presentEmpresa(e: Empresa, clock: Clock) {
+export function presentCompany(e: Empresa, clock: Clock) {
   return {
     id: e.id,
     nombre: e.nombre,
@@ -20,14 +20,14 @@ export function presentEmpresa(e: Empresa, clock: Clock) {
   };
 }
 
-export async function requireEmpresa(db: Db, id: string): Promise<Empresa> {
-  const empresa = isUuid(id) ? await findEmpresa(db, id) : undefined;
+export async function requireCompany(db: Db, id: string): Promise<Empresa> {
+  const empresa = isUuid(id) ? await findCompany(db, id) : undefined;
   if (!empresa) throw new AppError('NOT_FOUND', 'no such company');
   return empresa;
 }
 
-export async function requireSucursal(db: Db, empresaId: string, sucursalId: string): Promise<Sucursal> {
-  const sucursal = isUuid(sucursalId) ? await findSucursal(db, empresaId, sucursalId) : undefined;
+export async function requireBranch(db: Db, empresaId: string, sucursalId: string): Promise<Sucursal> {
+  const sucursal = isUuid(sucursalId) ? await findBranch(db, empresaId, sucursalId) : undefined;
   if (!sucursal) throw new AppError('NOT_FOUND', 'no such branch in this company');
   return sucursal;
 }

@@ -3,7 +3,7 @@ import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 
 /** `GET /api/v1/empresa`: who the token belongs to, and in which mode it works. */
-export function mountEmpresaRoutes(router: Router, _deps: GatewayDeps): void {
+export function mountCompanyRoutes(router: Router, _deps: GatewayDeps): void {
   route(router, '/empresa', {
     get: (req, res) => {
       const p = req.principal!;
