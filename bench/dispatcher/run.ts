@@ -14,11 +14,10 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { JOBS, type ShipmentEventJob } from '@svc/schema';
+import { bulkJobs, JOBS, queueFor, type ShipmentEventJob } from '@svc/schema';
 import { cpuSnapshot } from '../support/cpu';
 import { freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
 import { deletePrefix } from '../../test/support/redis-prefix';
-import { deliveryIdFor } from '../../services/dispatcher/src/delivery-id';
 
 const ROOT = join(__dirname, '..', '..');
 const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
@@ -96,13 +95,7 @@ function eventJob(empresaId: string, i: number, committedAt: string): ShipmentEv
 
 async function addEvents(queue: Queue<ShipmentEventJob>, jobs: ShipmentEventJob[]): Promise<void> {
   for (let i = 0; i < jobs.length; i += 1000) {
-    await queue.addBulk(
-      jobs.slice(i, i + 1000).map((data) => ({
-        name: JOBS.shipmentEvent.name,
-        data,
-        opts: { ...JOBS.shipmentEvent.options, jobId: data.eventId },
-      })),
-    );
+    await queue.addBulk(bulkJobs(JOBS.shipmentEvent, jobs.slice(i, i + 1000)));
   }
 }
 
@@ -159,7 +152,7 @@ async function main(): Promise<void> {
   const check = new pg.Client({ connectionString: databaseUrl });
   await check.connect();
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const eventsQueue = new Queue<ShipmentEventJob>(JOBS.shipmentEvent.queue, { connection: redis, prefix: PREFIX });
+  const eventsQueue = queueFor(JOBS.shipmentEvent, { connection: redis, prefix: PREFIX });
   const noopQueue = new Queue(NOOP_QUEUE, { connection: redis, prefix: PREFIX });
 
   const receiver = child('receiver', 'bench/dispatcher/receiver.ts', { RECEIVER_PORT: String(RECEIVER_PORT) }, true);
@@ -277,15 +270,21 @@ async function main(): Promise<void> {
       const commitAt = now();
       await check.query('commit');
       job.committedAt = new Date(commitAt).toISOString();
-      for (const w of webhookIds) committed.set(deliveryIdFor(job.eventId, w), commitAt);
-      await eventsQueue.add(JOBS.shipmentEvent.name, job, { ...JOBS.shipmentEvent.options, jobId: job.eventId });
+      committed.set(job.eventId, commitAt);
+      await eventsQueue.addBulk(bulkJobs(JOBS.shipmentEvent, [job]));
     }
     const pacedFor = (now() - t0) / 1000;
     await waitDelivered(METRICS_PORT, warmExpected + EVENTS * WEBHOOKS + pacedEvents * WEBHOOKS, 60_000);
     const { receipts } = await ask<{ receipts: Array<[string, number]> }>(receiver, { cmd: 'receipts' }, 'receipts');
+    // A receipt names its delivery (X-Request-Id); the delivery's row names its event.
+    const eventOf = new Map(
+      (await check.query<{ id: string; evento_id: string }>(`select id, evento_id from entregas where evento_id = any($1::uuid[])`, [[...committed.keys()]])).rows.map(
+        (r) => [r.id, r.evento_id],
+      ),
+    );
     const latencies = receipts
-      .filter(([id]) => committed.has(id))
-      .map(([id, at]) => at - committed.get(id)!)
+      .filter(([id]) => committed.has(eventOf.get(id) ?? ''))
+      .map(([id, at]) => at - committed.get(eventOf.get(id)!)!)
       .sort((a, b) => a - b);
     console.log(
       `  paced: ${pacedEvents} events in ${pacedFor.toFixed(1)} s (${(pacedEvents / pacedFor).toFixed(0)}/s), ${latencies.length} receipts; ` +

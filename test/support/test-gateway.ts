@@ -1,3 +1,4 @@
+import { Queue } from 'bullmq';
 import pg from 'pg';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
@@ -6,9 +7,12 @@ import type { Logger } from '@svc/observability';
 import { loadGatewayConfig, type GatewayConfig } from '../../services/gateway/src/config';
 import { startGateway, type GatewayOptions, type RunningGateway } from '../../services/gateway/src/gateway';
 import { TEST_REDIS_URL } from './env';
-import { dropPrefix, uniquePrefix } from './redis-prefix';
-import { createTestDatabase, type TestDatabase } from './test-database';
+import { startReceiver, type Receiver, type ReceiverOptions } from './https-receiver';
 import { captureLogs } from './log-capture';
+import { dropPrefix, uniquePrefix } from './redis-prefix';
+import { hostPort, startTcpProxy, throughProxy, type TcpProxy } from './tcp-proxy';
+import { createTeardown } from './teardown';
+import { createTestDatabase, type TestDatabase } from './test-database';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -18,15 +22,17 @@ export interface TestGateway extends RunningGateway {
   admin(method: 'get' | 'post' | 'patch' | 'delete', path: string, body?: unknown): Promise<request.Response>;
 }
 
-/** The very same gateway main.ts starts, on ephemeral ports, against a test database and prefix. */
-export async function startTestGateway(opts: {
+export interface TestGatewayOptions {
   databaseUrl: string;
   redisPrefix: string;
   env?: Record<string, string>;
   clock?: Clock;
   logger?: Logger;
   wrapRelayQueue?: GatewayOptions['wrapRelayQueue'];
-}): Promise<TestGateway> {
+}
+
+/** The very same gateway main.ts starts, on ephemeral ports, against a test database and prefix. */
+export async function startTestGateway(opts: TestGatewayOptions): Promise<TestGateway> {
   const config: GatewayConfig = loadGatewayConfig({
     DATABASE_URL: opts.databaseUrl,
     REDIS_URL: TEST_REDIS_URL,
@@ -55,38 +61,107 @@ export async function startTestGateway(opts: {
   };
 }
 
-/** What most gateway test files run against: their own database, Redis prefix, gateway and SQL pool. */
+/** One gateway of a fixture: startTestGateway's options, on the fixture's database and prefix. */
+export interface GatewayInstanceOptions extends Omit<TestGatewayOptions, 'databaseUrl' | 'redisPrefix'> {
+  /** Another Postgres for this instance only (e.g. one that does not answer). Default: the fixture's database. */
+  databaseUrl?: string;
+  /** Reaches Postgres and Redis through the fixture's proxies (`fx.proxies()`), which the test can cut. */
+  viaProxies?: boolean;
+}
+
+export interface GatewayFixtureOptions extends GatewayInstanceOptions {
+  /** Also serves an HTTPS webhook receiver (`fx.receiver`); `true` for the default one. */
+  receiver?: true | ReceiverOptions;
+}
+
+/** Loopback proxies in front of the real Postgres and Redis, for the instances started `viaProxies`. */
+export interface Proxies {
+  postgres: TcpProxy;
+  redis: TcpProxy;
+}
+
+/**
+ * What a test file runs against: its own database, Redis prefix, gateway(s) and SQL pool, and one
+ * `stop()` that undoes all of it, newest first.
+ */
 export interface GatewayFixture {
   database: TestDatabase;
   prefix: string;
+  /** The gateway started with the fixture; `addGateway()` starts more. */
   gw: TestGateway;
   /** For checking rows directly (two connections). */
   pool: pg.Pool;
-  /** Undoes all of it; safe after a start that failed halfway. */
+  /** Only with the `receiver` option. */
+  receiver?: Receiver;
+  /** Another gateway on the same database and prefix (only the options given here apply to it). */
+  addGateway(opts?: GatewayInstanceOptions): Promise<TestGateway>;
+  /** The proxies the `viaProxies` instances use, started on first use. */
+  proxies(): Promise<Proxies>;
+  /** A BullMQ queue on the fixture's prefix, to look at its jobs. */
+  queue<T = unknown>(name: string): Queue<T>;
+  /** Registers the undo of something the test built on top: stop() runs it before what came earlier. */
+  onStop(step: () => unknown): void;
+  /** Undoes all of it; safe after a start that failed halfway, and to call twice. */
   stop(): Promise<void>;
 }
 
-export async function startGatewayFixture(
-  label: string,
-  opts: Omit<Parameters<typeof startTestGateway>[0], 'databaseUrl' | 'redisPrefix'> = {},
-): Promise<GatewayFixture> {
-  const database = await createTestDatabase();
-  const prefix = uniquePrefix(label);
-  const pool = new pg.Pool({ connectionString: database.url, max: 2 });
-  const stop = async (gw?: TestGateway): Promise<void> => {
-    await gw?.stop();
-    await pool.end();
-    await dropPrefix(prefix);
-    await database.drop();
-  };
-  let gw: TestGateway;
+export async function startGatewayFixture(label: string, opts: GatewayFixtureOptions = {}): Promise<GatewayFixture> {
+  const { receiver: receiverOptions, ...first } = opts;
+  const teardown = createTeardown();
   try {
-    gw = await startTestGateway({ ...opts, databaseUrl: database.url, redisPrefix: prefix });
+    const database = await createTestDatabase();
+    teardown.push(() => database.drop());
+    const prefix = uniquePrefix(label);
+    teardown.push(() => dropPrefix(prefix));
+    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    teardown.push(() => pool.end());
+    let receiver: Receiver | undefined;
+    if (receiverOptions !== undefined) {
+      const started = await startReceiver(receiverOptions === true ? {} : receiverOptions);
+      teardown.push(() => started.close());
+      receiver = started;
+    }
+
+    let proxies: Promise<Proxies> | undefined;
+    const startProxies = async (): Promise<Proxies> => {
+      const postgres = await startTcpProxy(hostPort(database.url));
+      teardown.push(() => postgres.close());
+      const redis = await startTcpProxy(hostPort(TEST_REDIS_URL));
+      teardown.push(() => redis.close());
+      return { postgres, redis };
+    };
+    const addGateway = async ({ databaseUrl = database.url, viaProxies = false, env, ...rest }: GatewayInstanceOptions = {}) => {
+      const through = viaProxies ? await (proxies ??= startProxies()) : undefined;
+      const gw = await startTestGateway({
+        ...rest,
+        databaseUrl: through ? throughProxy(databaseUrl, through.postgres) : databaseUrl,
+        redisPrefix: prefix,
+        env: through ? { ...env, REDIS_URL: throughProxy(TEST_REDIS_URL, through.redis) } : env,
+      });
+      teardown.push(() => gw.stop());
+      return gw;
+    };
+
+    return {
+      database,
+      prefix,
+      gw: await addGateway(first),
+      pool,
+      receiver,
+      addGateway,
+      proxies: () => (proxies ??= startProxies()),
+      queue<T>(name: string) {
+        const queue = new Queue<T>(name, { connection: { url: TEST_REDIS_URL }, prefix });
+        teardown.push(() => queue.close());
+        return queue;
+      },
+      onStop: (step) => teardown.push(step),
+      stop: () => teardown.run(),
+    };
   } catch (err) {
-    await stop();
+    await teardown.run().catch(() => undefined); // the start's own error is the one to see
     throw err;
   }
-  return { database, prefix, gw, pool, stop: () => stop(gw) };
 }
 
 export interface Company {

@@ -1,4 +1,6 @@
 export * from './logger';
 export * from './metrics-server';
 export * from './lifecycle';
+export * from './redis';
+export * from './service-metrics';
 export { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import type { Logger } from './logger';
+import { createLogger, type Logger } from './logger';
 
 /**
  * What a service's start has built, to be undone in reverse order by one `stop()`: each step on
@@ -9,15 +9,37 @@ import type { Logger } from './logger';
 export interface StopStack {
   /** Registers the undo of what was just built. */
   push(name: string, step: () => Promise<unknown>): void;
+  /** Rejects with a `StopTimeoutError` when the stop outlasts its `timeoutMs`. */
   stop(): Promise<void>;
 }
 
-export function createStopStack(logger: Logger): StopStack {
+export interface StopStackOptions {
+  /**
+   * How long the whole stop may take (SHUTDOWN_TIMEOUT_MS): past it the step still running is
+   * logged at error level and `stop()` rejects, so the process can exit instead of waiting on a
+   * request or a delivery that never ends. Default: no limit.
+   */
+  timeoutMs?: number;
+}
+
+export class StopTimeoutError extends Error {
+  constructor(
+    readonly step: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`stop step "${step}" still running after ${timeoutMs} ms`);
+    this.name = 'StopTimeoutError';
+  }
+}
+
+export function createStopStack(logger: Logger, options: StopStackOptions = {}): StopStack {
   const steps: Array<[string, () => Promise<unknown>]> = [];
+  let running = '';
   let stopping: Promise<void> | undefined;
   const run = async (): Promise<void> => {
     for (let next = steps.pop(); next; next = steps.pop()) {
       const [name, step] = next;
+      running = name;
       try {
         await step();
       } catch (err) {
@@ -25,13 +47,25 @@ export function createStopStack(logger: Logger): StopStack {
       }
     }
   };
+  // The deadline bounds the whole run, not each step: SHUTDOWN_TIMEOUT_MS is what an operator gives
+  // the process as a whole. The stuck step is left pending; the caller exits.
+  const withDeadline = (timeoutMs: number): Promise<void> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        logger.error({ step: running, timeoutMs }, 'stop deadline passed; giving up on the step still running');
+        reject(new StopTimeoutError(running, timeoutMs));
+      }, timeoutMs);
+    });
+    return Promise.race([run(), late]).finally(() => clearTimeout(timer));
+  };
   return {
     push(name, step) {
       steps.push([name, step]);
     },
     // A second stop() (a signal arriving during the first) waits for the same run.
     stop() {
-      stopping ??= run();
+      stopping ??= options.timeoutMs === undefined ? run() : withDeadline(options.timeoutMs);
       return stopping;
     },
   };
@@ -93,4 +127,44 @@ export async function runUntilSignal(
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) signals.on(signal, () => onSignal(signal));
   await started;
+}
+
+export interface ServiceDefinition<Config extends { logLevel: string }> {
+  /** The `service` field of every log line, and the name a failed start's message begins with. */
+  name: string;
+  /** Reads every setting once; throws one error listing every problem. */
+  loadConfig: () => Config;
+  /** Builds every dependency and starts serving; resolves with what undoes it. */
+  start: (config: Config, options: { logger: Logger }) => Promise<{ stop(): Promise<void> }>;
+  /** What the stop log line says is being finished, e.g. `in-flight requests`. */
+  finishing: string;
+  /** Tests: where the signals come from. Default `process`. */
+  signals?: RunOptions['signals'];
+  /** Tests. Default `process.exit`. */
+  exit?: (code: number) => void;
+}
+
+/**
+ * The body of every service's main.ts: settings once and fail fast (exit 2, nothing started, every
+ * bad setting listed on stderr), then the logger at the configured level, then `start` under
+ * `runUntilSignal`; a start that fails exits 1. Reading `.env` is the caller's, before this: this
+ * package knows no settings file.
+ */
+export async function runService<Config extends { logLevel: string }>(service: ServiceDefinition<Config>): Promise<void> {
+  const exit = service.exit ?? ((code: number) => process.exit(code));
+  let config: Config;
+  try {
+    config = service.loadConfig();
+  } catch (err) {
+    console.error((err as Error).message);
+    exit(2);
+    return;
+  }
+  const logger = createLogger(service.name, config.logLevel);
+  try {
+    await runUntilSignal(logger, () => service.start(config, { logger }), { finishing: service.finishing, signals: service.signals, exit });
+  } catch (err) {
+    console.error(`${service.name} failed to start: ${(err as Error).message}`);
+    exit(1);
+  }
 }

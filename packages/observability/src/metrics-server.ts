@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
+import { closeServer, listen, type StopStack } from './lifecycle';
 
 export interface ReadinessCheck {
   name: string;
@@ -63,4 +64,29 @@ async function readiness(
     }),
   );
   return { ok: results.every(([, s]) => s === 'up'), checks: Object.fromEntries(results) };
+}
+
+/** What `/readyz` asks: Postgres (`select 1` on the pool) and Redis (`PING` on a commands client). */
+export interface ReadinessTargets {
+  postgres: { query(sql: string): Promise<unknown> };
+  redis: { ping(): Promise<unknown> };
+}
+
+/**
+ * A service's metrics port: `createMetricsServer` with the `postgres` and `redis` checks, listening
+ * on `port` (0: any free port), its close on `undo`. Resolves with the server and the port taken.
+ */
+export async function serveMetrics(
+  registry: Registry,
+  port: number,
+  targets: ReadinessTargets,
+  undo: StopStack,
+): Promise<{ server: Server; port: number }> {
+  const server = createMetricsServer(registry, [
+    { name: 'postgres', check: async () => void (await targets.postgres.query('select 1')) },
+    { name: 'redis', check: async () => void (await targets.redis.ping()) },
+  ]);
+  const taken = await listen(server, port);
+  undo.push('metrics server', () => closeServer(server));
+  return { server, port: taken };
 }

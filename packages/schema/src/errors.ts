@@ -1,6 +1,7 @@
 /**
- * The closed catalog of error codes: the integrators' contract (courier-api.md) plus the
- * operator's (operations.md). A code is the contract; the HTTP status travels with it.
+ * The closed catalog of error codes: those of the integrators' contract plus those the platform
+ * adds (malformed bodies, unknown routes, the portal's refusals). A code is the contract; the
+ * HTTP status travels with it.
  */
 export const ERROR_STATUS = {
   INVALID_JSON: 400,

@@ -35,14 +35,7 @@ export interface ShipmentEventData {
   motivo?: string;
 }
 
-/** The body a receiver gets: `webhookId` is the delivery id, the same on every attempt. */
-export interface DeliveryPayload {
-  event: EventName;
-  timestamp: string;
-  webhookId: string;
-  data: ShipmentEventData | Record<string, never>;
-}
-
-export function isShipmentEvent(value: unknown): value is ShipmentEvent {
-  return typeof value === 'string' && (SHIPMENT_EVENTS as readonly string[]).includes(value);
+/** `data` of the GUIA_CREADA event of a new shipment: defined here only, for every writer of it. */
+export function guiaCreadaData(numeroGuia: string): ShipmentEventData {
+  return { numeroGuia, estado: 'CREADA' };
 }

@@ -4,6 +4,7 @@ export * from './jobs';
 export * from './settings';
 export * from './db/types';
 export * from './db/database';
+export * from './db/open-database';
 export * from './db/migrate';
 export * from './db/ensure-database';
 export * from './requests/validator';

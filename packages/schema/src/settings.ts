@@ -75,3 +75,60 @@ export class SettingsReader {
     }
   }
 }
+
+/** The levels `LOG_LEVEL` accepts: pino's. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * The settings every service reads, under the same names and defaults (operations.md, "Start and
+ * settings"); each service's config spreads these and adds its own.
+ */
+export interface CommonSettings {
+  /** DATABASE_URL: the Postgres connection. Default `postgres://postgres@127.0.0.1:5432/svc`. */
+  databaseUrl: string;
+  /** REDIS_URL: Redis (queues, rate limits, caches). Default `redis://127.0.0.1:6379`. */
+  redisUrl: string;
+  /** REDIS_PREFIX: prefix of every Redis key and queue, so two stacks can share one Redis. Default `svc`. */
+  redisPrefix: string;
+  /** DB_POOL_SIZE: Postgres connections of this process. Default 20. */
+  dbPoolSize: number;
+  /** LOG_LEVEL: pino level, one of `LOG_LEVELS`. Default `info`. */
+  logLevel: string;
+  /** DISPATCH_HOST_MAP: host names the webhook sender resolves without DNS, `name=address,...`. Default empty. */
+  dispatchHostMap: string;
+  /** DISPATCH_ALLOW_CIDRS: CIDRs exempted from the outbound address guard (tests only). Default empty. */
+  dispatchAllowCidrs: string;
+  /**
+   * SHUTDOWN_TIMEOUT_MS: how long a stop (SIGINT, SIGTERM) lets in-flight requests and deliveries
+   * finish before the process exits anyway, with code 1. Default 10000.
+   */
+  shutdownTimeoutMs: number;
+}
+
+/**
+ * A service's whole config: the common settings and those `readOwn` reads, every problem of both
+ * reported at once (a thrown error naming `service`).
+ */
+export function loadSettings<Own extends object>(service: string, env: Env, readOwn: (r: SettingsReader) => Own): CommonSettings & Own {
+  const r = new SettingsReader(env);
+  const settings = { ...readCommonSettings(r), ...readOwn(r) };
+  r.done(service);
+  return settings;
+}
+
+/** Reads and checks the common settings; problems go to `r`, reported by its `done()`. */
+export function readCommonSettings(r: SettingsReader): CommonSettings {
+  const settings: CommonSettings = {
+    databaseUrl: r.url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc', ['postgres:', 'postgresql:']),
+    redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+    redisPrefix: r.string('REDIS_PREFIX', 'svc'),
+    dbPoolSize: r.int('DB_POOL_SIZE', 20, 1, 1000),
+    logLevel: r.string('LOG_LEVEL', 'info'),
+    dispatchHostMap: r.string('DISPATCH_HOST_MAP', ''),
+    dispatchAllowCidrs: r.string('DISPATCH_ALLOW_CIDRS', ''),
+    shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 10_000, 1, 3_600_000),
+  };
+  r.check('LOG_LEVEL', (LOG_LEVELS as readonly string[]).includes(settings.logLevel), `must be one of ${LOG_LEVELS.join(', ')}`);
+  r.check('REDIS_PREFIX', /^[A-Za-z0-9_.:-]{1,64}$/.test(settings.redisPrefix), 'letters, digits, _ . : - (1-64)');
+  return settings;
+}

@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 
 /**
- * The outbound address guard (operations.md, "Deliveries"): a webhook URL is chosen by a customer,
+ * The outbound address guard, applied at send time: a webhook URL is chosen by a customer,
  * so the sender must never become a way into the operator's own network. Every address the sender
  * is about to connect to passes through `guardedRange`; only ordinary public unicast gets through,
  * unless an operator exempts a range with DISPATCH_ALLOW_CIDRS (tests deliver to loopback that way).

@@ -1,4 +1,3 @@
-import type { EventName } from '@svc/schema';
 import { sign } from '@svc/webhook-signature';
 import type { SendOutcome, WebhookSender } from './webhook.sender';
 
@@ -10,7 +9,8 @@ export interface AttemptInput {
   secret: string;
   /** The delivery id: the payload's `webhookId` and `X-Request-Id`, the same on every attempt. */
   deliveryId: string;
-  event: EventName;
+  /** The event name: the payload's `event` and `X-SVC-Event`. */
+  event: string;
   data: object;
 }
 
@@ -24,8 +24,11 @@ export function deliveryBody(input: Pick<AttemptInput, 'deliveryId' | 'event' | 
   return JSON.stringify({ event: input.event, timestamp, webhookId: input.deliveryId, data: input.data });
 }
 
-/** The headers of one attempt (courier-api.md, "Headers sent with each delivery"). */
-export function deliveryHeaders(body: string, secret: string, event: EventName, timestamp: string, deliveryId: string): Record<string, string> {
+/**
+ * The headers of one attempt: the HMAC-SHA256 of the exact body keyed with the secret
+ * (`sha256=<hex>`), the event, the attempt's time, the delivery id and the platform's user agent.
+ */
+export function deliveryHeaders(body: string, secret: string, event: string, timestamp: string, deliveryId: string): Record<string, string> {
   return {
     'content-type': 'application/json',
     'x-svc-signature': sign(body, secret),

@@ -1,30 +1,15 @@
+// The guarded, signed HTTPS transport of a webhook delivery: URL rules, address guard, host map,
+// the body and headers of one attempt, and the sender. It knows no database and no HTTP API: it
+// returns outcomes and reasons, and its callers record and answer them.
 export {
   createWebhookSender,
-  createGuardedLookup,
-  BlockedAddressError,
   DEFAULT_TIMEOUT_MS,
   type AttemptResult,
   type SendOutcome,
   type WebhookSender,
   type SenderOptions,
 } from './webhook.sender';
-export {
-  attemptDelivery,
-  deliveryBody,
-  deliveryHeaders,
-  USER_AGENT,
-  type AttemptInput,
-  type AttemptOutcome,
-} from './delivery.attempt';
-export { validateWebhookUrl, MAX_WEBHOOK_URL_LENGTH } from './webhook-url.validator';
+export { attemptDelivery, type AttemptInput, type AttemptOutcome } from './delivery.attempt';
+export { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type UrlCheck } from './webhook-url.validator';
 export { parseHostMap } from './host-map.parser';
-export {
-  parseCidrs,
-  isGuardedAddress,
-  guardedRange,
-  parseIp,
-  type AllowList,
-  type Cidr,
-  type IpAddress,
-} from './address.guard';
-export * from './entrega.repository';
+export { parseCidrs, isGuardedAddress, type AllowList } from './address.guard';

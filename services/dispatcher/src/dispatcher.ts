@@ -1,12 +1,13 @@
-import { Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
-import { closeServer, createLogger, createMetricsServer, createStopStack, listen, type Logger } from '@svc/observability';
-import { createDb, createPool, JOBS, lateExtraCaCerts, type DeliveryJob, type ShipmentEventJob } from '@svc/schema';
+import { UnrecoverableError, Worker } from 'bullmq';
+import { connectRedis, createLogger, createStopStack, serveMetrics, type Logger } from '@svc/observability';
+import { JOBS, lateExtraCaCerts, openDatabase, queueFor } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { DispatcherConfig } from './config';
-import { createFanOut } from './fan-out.worker';
-import { createDeliveryProcessor } from './delivery.worker';
+import { createFanOut } from './fan-out/fan-out.worker';
+import { createDeliveryProcessor } from './deliveries/delivery.worker';
 import { createDispatcherMetrics, QUEUE_STATES, type DispatcherMetrics } from './observability/dispatcher-metrics';
+
+const isUnrecoverable = (err: Error): boolean => err instanceof UnrecoverableError || err.name === 'UnrecoverableError';
 
 export interface RunningDispatcher {
   metricsPort: number;
@@ -30,24 +31,15 @@ export interface DispatcherOptions {
  */
 export async function startDispatcher(config: DispatcherConfig, options: DispatcherOptions = {}): Promise<RunningDispatcher> {
   const logger = options.logger ?? createLogger('dispatcher', config.logLevel);
-  const undo = createStopStack(logger);
+  const undo = createStopStack(logger, { timeoutMs: config.shutdownTimeoutMs });
   const stop = (): Promise<void> => undo.stop();
 
   try {
-    const pool = createPool({ connectionString: config.databaseUrl, max: config.dbPoolSize, applicationName: 'dispatcher' });
-    const db = createDb(pool);
-    undo.push('db', () => db.destroy());
+    const { pool, db } = openDatabase(config, 'dispatcher', undo);
 
-    // Commands that must not hang while Redis is away (queue adds, counts, readiness): fail fast.
-    const commands = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: true });
-    commands.on('error', () => undefined); // reported by the failing command and by /readyz
-    undo.push('redis', () => commands.quit().catch(() => commands.disconnect()));
-    await commands.connect();
-    // Workers block on Redis and must ride out an outage: BullMQ requires maxRetriesPerRequest null.
-    const workerRedis = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
-    workerRedis.on('error', () => undefined);
-    undo.push('worker redis', () => workerRedis.quit().catch(() => workerRedis.disconnect()));
-    await workerRedis.connect();
+    // Queue adds, counts and readiness must not hang while Redis is away; the workers must ride it out.
+    const commands = await connectRedis(config.redisUrl, 'commands', undo, 'redis');
+    const workerRedis = await connectRedis(config.redisUrl, 'blocking', undo, 'worker redis');
 
     const sender = createWebhookSender({
       hostMap: config.dispatchHostMap,
@@ -56,13 +48,9 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     });
     undo.push('sender', () => sender.close());
 
-    const eventsQueue = new Queue<ShipmentEventJob>(JOBS.shipmentEvent.queue, { connection: commands, prefix: config.redisPrefix });
+    const eventsQueue = queueFor(JOBS.shipmentEvent, { connection: commands, prefix: config.redisPrefix });
     eventsQueue.on('error', () => undefined);
-    const deliveryQueue = new Queue<DeliveryJob>(JOBS.delivery.queue, {
-      connection: commands,
-      prefix: config.redisPrefix,
-      defaultJobOptions: JOBS.delivery.options,
-    });
+    const deliveryQueue = queueFor(JOBS.delivery, { connection: commands, prefix: config.redisPrefix });
     deliveryQueue.on('error', () => undefined);
     undo.push('queues', () => Promise.all([eventsQueue.close(), deliveryQueue.close()]));
 
@@ -87,11 +75,12 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       stalledInterval: config.lockDurationMs,
       maxStalledCount: 2,
     };
-    const fanOutWorker = new Worker<ShipmentEventJob, number>(JOBS.shipmentEvent.queue, (job) => fanOut.process(job), {
+    // Workers take `unknown` payloads: each processor checks its job against the catalog first.
+    const fanOutWorker = new Worker<unknown, number>(JOBS.shipmentEvent.queue, (job) => fanOut.process(job), {
       ...workerOptions,
       concurrency: FANOUT_CONCURRENCY,
     });
-    const deliveryWorker = new Worker<DeliveryJob>(JOBS.delivery.queue, (job) => deliveries.process(job), {
+    const deliveryWorker = new Worker<unknown>(JOBS.delivery.queue, (job) => deliveries.process(job), {
       ...workerOptions,
       concurrency: config.concurrency,
     });
@@ -101,8 +90,13 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     ] as const) {
       worker.on('error', (err) => logger.warn({ worker: name, err: err.message }, 'worker error'));
     }
+    // The fan-out's job id is its event id. A malformed job (UnrecoverableError) is failed for good.
     fanOutWorker.on('failed', (job, err) => {
-      logger.warn({ eventId: job?.data.eventId, requestId: job?.data.requestId, err: err.message }, 'fan-out failed; will retry');
+      if (isUnrecoverable(err)) logger.error({ worker: 'fan-out', jobId: job?.id, err: err.message }, 'malformed job failed');
+      else logger.warn({ eventId: job?.id, err: err.message }, 'fan-out failed; will retry');
+    });
+    deliveryWorker.on('failed', (job, err) => {
+      if (isUnrecoverable(err)) logger.error({ worker: 'delivery', jobId: job?.id, err: err.message }, 'malformed job failed');
     });
     // close() stops taking jobs and waits for those in flight; their batches commit before they end.
     undo.push('workers', async () => {
@@ -110,12 +104,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       await Promise.all([fanOut.drain(), deliveries.drain()]);
     });
 
-    const metricsServer = createMetricsServer(metrics.registry, [
-      { name: 'postgres', check: async () => void (await pool.query('select 1')) },
-      { name: 'redis', check: async () => void (await commands.ping()) },
-    ]);
-    const metricsPort = await listen(metricsServer, config.metricsPort);
-    undo.push('metrics server', () => closeServer(metricsServer));
+    const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: commands }, undo);
 
     // The queues too: BullMQ drops a shared connection's listeners when it closes, so a queue closed
     // while its first checks were still running would raise its late error with no one to hear it.

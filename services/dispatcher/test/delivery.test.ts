@@ -1,16 +1,11 @@
 import type pg from 'pg';
-import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Queue } from 'bullmq';
 import { JOBS } from '@svc/schema';
 import { verify } from '@svc/webhook-signature';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { startReceiver, type Receiver, type ReceivedRequest } from '../../../test/support/https-receiver';
-import { TEST_REDIS_URL } from '../../../test/support/env';
-import { bearer, createBranch, createCompany, startTestGateway, type Company, type TestGateway } from '../../../test/support/test-gateway';
-import { startTestDispatcher, type TestDispatcher } from '../../../test/support/test-dispatcher';
-import { guia, moveOn, sqlPool } from '../../gateway/test/shipment-fixtures';
-import { deliveryIdFor } from '../src/delivery-id';
+import type { Receiver, ReceivedRequest } from '../../../test/support/https-receiver';
+import { guia, moveOn } from '../../../test/support/shipment-fixtures';
+import { bearer, createBranch, createCompany, type Company, type TestGateway } from '../../../test/support/test-gateway';
+import { startDispatcherFixture, type DispatcherFixture, type TestDispatcher } from '../../../test/support/test-dispatcher';
 import { createDispatcherMetrics } from '../src/observability/dispatcher-metrics';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -30,35 +25,19 @@ interface EntregaRow {
 }
 
 describe('dispatcher: fan-out, signed delivery, retries', () => {
+  let fx: DispatcherFixture;
   let receiver: Receiver;
-  let database: TestDatabase;
-  let prefix: string;
   let gw: TestGateway;
   let dispatcher: TestDispatcher;
   let pool: pg.Pool;
-  let redis: Redis;
   let deliveryQueue: Queue;
 
   beforeAll(async () => {
-    receiver = await startReceiver();
-    database = await createTestDatabase();
-    prefix = uniquePrefix('dispatch');
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
-    dispatcher = await startTestDispatcher({ databaseUrl: database.url, redisPrefix: prefix });
-    pool = sqlPool(database.url);
-    redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-    deliveryQueue = new Queue(JOBS.delivery.queue, { connection: redis, prefix });
+    fx = await startDispatcherFixture('dispatch');
+    ({ receiver, gw, dispatcher, pool } = fx);
+    deliveryQueue = fx.queue(JOBS.delivery.queue);
   });
-  afterAll(async () => {
-    await dispatcher?.stop();
-    await gw?.stop();
-    await deliveryQueue?.close();
-    redis?.disconnect();
-    await receiver?.close();
-    await pool?.end();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   const hook = async (c: Company, path: string, eventos: string[] = []): Promise<{ id: string; secret: string }> => {
     const res = await gw.http.post('/api/v1/webhooks').set('Authorization', bearer(c.live)).send({ url: receiver.url(path), eventos });
@@ -156,11 +135,12 @@ describe('dispatcher: fan-out, signed delivery, retries', () => {
     // The signature is over the raw bytes: the same JSON re-serialised does not verify.
     expect(verify(Buffer.from(JSON.stringify(body, null, 1)), req!.headers['x-svc-signature'], w.secret)).toBe(false);
 
-    // The payload's webhookId is the delivery: one row, id derived from (event, webhook).
+    // The payload's webhookId (= X-Request-Id) is the id of the one delivery of (event, webhook).
     const event = await pool.query<{ id: string }>(`select id from outbox where data->>'numeroGuia' = $1`, [numero]);
     const eventId = event.rows[0]!.id;
-    expect(body.webhookId).toBe(deliveryIdFor(eventId, w.id));
     const [row] = await until('the delivery recorded', () => deliveriesOf(w.id), (r) => r[0]?.estado === 'exitosa');
+    const delivery = await pool.query<{ id: string }>('select id from entregas where evento_id = $1 and webhook_id = $2', [eventId, w.id]);
+    expect(delivery.rows).toEqual([{ id: body.webhookId }]);
     expect(row).toMatchObject({ id: body.webhookId, evento_id: eventId, evento: 'GUIA_CREADA', exitoso: true, status_code: 200, intentos: 1 });
 
     // Event data per event: fechaEntrega with GUIA_ENTREGADA.

@@ -1,12 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { startReceiver, type Receiver } from '../../../test/support/https-receiver';
-import { TEST_REDIS_URL } from '../../../test/support/env';
-import { bearer, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
-import { createBatch, guia, sqlPool } from '../../gateway/test/shipment-fixtures';
+import type { Receiver } from '../../../test/support/https-receiver';
+import { createBatch, guia } from '../../../test/support/shipment-fixtures';
+import { bearer, createCompany, type TestGateway } from '../../../test/support/test-gateway';
+import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
 
 const ROOT = join(__dirname, '../../..');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -17,12 +15,19 @@ interface DispatcherProcess {
   exited: Promise<void>;
 }
 
-/** A real dispatcher process, as `pnpm --filter @svc/dispatcher start` runs it. */
-async function spawnDispatcher(env: Record<string, string>): Promise<DispatcherProcess> {
+/** A real dispatcher process, as `pnpm --filter @svc/dispatcher start` runs it; the fixture's stop() ends it (SIGTERM) if the test did not. */
+async function spawnDispatcher(fx: DispatcherFixture, env: Record<string, string>): Promise<DispatcherProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'services/dispatcher/src/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  fx.onStop(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await exited;
+    }
   });
   const lines: string[] = [];
   let partial = '';
@@ -33,7 +38,6 @@ async function spawnDispatcher(env: Record<string, string>): Promise<DispatcherP
   });
   const stderr: string[] = [];
   child.stderr!.on('data', (b: Buffer) => stderr.push(b.toString('utf8')));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const end = Date.now() + 20_000;
   while (!lines.some((l) => l.includes('"dispatcher started"'))) {
     if (child.exitCode !== null || Date.now() > end) throw new Error(`dispatcher did not start: ${stderr.join('')}`);
@@ -43,50 +47,21 @@ async function spawnDispatcher(env: Record<string, string>): Promise<DispatcherP
 }
 
 describe('a dispatcher killed in the middle of a batch loses no delivery', () => {
+  let fx: DispatcherFixture;
   let receiver: Receiver;
-  let database: TestDatabase;
-  let prefix: string;
   let gw: TestGateway;
   let pool: pg.Pool;
-  const processes: DispatcherProcess[] = [];
 
   beforeAll(async () => {
     // Slow-ish: every delivery is in flight for a while, so the kill catches some mid-way.
-    receiver = await startReceiver({ defaultResponse: { status: 200, delayMs: 150 } });
-    database = await createTestDatabase();
-    prefix = uniquePrefix('kill');
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
-    pool = sqlPool(database.url);
+    fx = await startDispatcherFixture('kill', { receiver: { defaultResponse: { status: 200, delayMs: 150 } }, dispatchers: 0 });
+    ({ receiver, gw, pool } = fx);
   });
-  afterAll(async () => {
-    for (const p of processes) {
-      if (p.child.exitCode === null && p.child.signalCode === null) {
-        p.child.kill('SIGTERM');
-        await p.exited;
-      }
-    }
-    await gw?.stop();
-    await receiver?.close();
-    await pool?.end();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   it('the other process finishes the work: every delivery recorded, every one received, duplicates with the same webhookId', async () => {
-    const env = {
-      DATABASE_URL: database.url,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: prefix,
-      DISPATCHER_METRICS_PORT: '0',
-      DISPATCHER_CONCURRENCY: '20',
-      DISPATCHER_LOCK_DURATION_MS: '1500',
-      DISPATCH_HOST_MAP: 'receiver.test=127.0.0.1',
-      DISPATCH_ALLOW_CIDRS: '127.0.0.0/8',
-      DB_POOL_SIZE: '4',
-      LOG_LEVEL: 'info',
-    };
-    const [victim, survivor] = await Promise.all([spawnDispatcher(env), spawnDispatcher(env)]);
-    processes.push(victim!, survivor!);
+    const env = fx.dispatcherEnv({ DISPATCHER_LOCK_DURATION_MS: '1500', DB_POOL_SIZE: '4', LOG_LEVEL: 'info' });
+    const [victim, survivor] = await Promise.all([spawnDispatcher(fx, env), spawnDispatcher(fx, env)]);
 
     const c = await createCompany(gw, { planActivo: true, creditos: 1000 });
     const secrets: string[] = [];

@@ -1,48 +1,34 @@
 import request from 'supertest';
 import { JOBS } from '@svc/schema';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { TEST_REDIS_URL } from '../../../test/support/env';
 import { eventually } from '../../../test/support/eventually';
-import { startReceiver, type Receiver } from '../../../test/support/https-receiver';
+import type { Receiver } from '../../../test/support/https-receiver';
 import { parseExposition, sampleSum, type Family } from '../../../test/support/prometheus-text';
-import { hostPort, startTcpProxy, throughProxy, type TcpProxy } from '../../../test/support/tcp-proxy';
-import { bearer, createCompany, startTestGateway, type Company, type TestGateway } from '../../../test/support/test-gateway';
-import { startTestDispatcher, type TestDispatcher } from '../../../test/support/test-dispatcher';
-import { guia } from '../../gateway/test/shipment-fixtures';
+import { guia } from '../../../test/support/shipment-fixtures';
+import type { TcpProxy } from '../../../test/support/tcp-proxy';
+import { bearer, createCompany, type Company, type TestGateway } from '../../../test/support/test-gateway';
+import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
+import { recordUnhandledRejections } from '../../../test/support/unhandled-rejections';
 import { QUEUE_STATES } from '../src/observability/dispatcher-metrics';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('dispatcher /healthz, /metrics and /readyz on the metrics port', () => {
+  const unhandled = recordUnhandledRejections();
+  let fx: DispatcherFixture;
   let receiver: Receiver;
-  let database: TestDatabase;
-  let prefix: string;
   let redisProxy: TcpProxy;
   let pgProxy: TcpProxy;
   let gw: TestGateway;
-  let dispatcher: TestDispatcher;
   let metricsPort: request.Agent;
   let company: Company;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
-    receiver = await startReceiver();
-    database = await createTestDatabase();
-    prefix = uniquePrefix('dready');
     // Only the dispatcher goes through the proxies: the gateway keeps taking shipments while the
     // dispatcher's Redis or Postgres is away.
-    redisProxy = await startTcpProxy(hostPort(TEST_REDIS_URL));
-    pgProxy = await startTcpProxy(hostPort(database.url));
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
-    dispatcher = await startTestDispatcher({
-      databaseUrl: throughProxy(database.url, pgProxy),
-      redisPrefix: prefix,
-      env: { REDIS_URL: throughProxy(TEST_REDIS_URL, redisProxy) },
-    });
-    metricsPort = request.agent(`http://127.0.0.1:${dispatcher.metricsPort}`);
+    fx = await startDispatcherFixture('dready', { dispatcher: { viaProxies: true } });
+    ({ receiver, gw } = fx);
+    ({ redis: redisProxy, postgres: pgProxy } = await fx.proxies());
+    metricsPort = request.agent(`http://127.0.0.1:${fx.dispatcher.metricsPort}`);
     company = await createCompany(gw, { planActivo: true, creditos: 100 });
     const hook = await gw.http
       .post('/api/v1/webhooks')
@@ -50,16 +36,7 @@ describe('dispatcher /healthz, /metrics and /readyz on the metrics port', () => 
       .send({ url: receiver.url('/hook'), eventos: [] });
     if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${JSON.stringify(hook.body)}`);
   });
-  afterAll(async () => {
-    process.off('unhandledRejection', onUnhandled);
-    await dispatcher?.stop();
-    await gw?.stop();
-    await redisProxy?.close();
-    await pgProxy?.close();
-    await receiver?.close();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   const ready = async (): Promise<request.Response> => metricsPort.get('/readyz');
   const scrape = async (port: request.Agent = metricsPort): Promise<Map<string, Family>> => {

@@ -1,37 +1,25 @@
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { startReceiver, type Receiver } from '../../../test/support/https-receiver';
-import { bearer, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
-import { startTestDispatcher } from '../../../test/support/test-dispatcher';
-import { createBatch, guia, sqlPool } from '../../gateway/test/shipment-fixtures';
+import type { Receiver } from '../../../test/support/https-receiver';
+import { createBatch, guia } from '../../../test/support/shipment-fixtures';
+import { bearer, createCompany, type TestGateway } from '../../../test/support/test-gateway';
+import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('a graceful stop', () => {
+  let fx: DispatcherFixture;
   let receiver: Receiver;
-  let database: TestDatabase;
-  let prefix: string;
   let gw: TestGateway;
   let pool: pg.Pool;
 
   beforeAll(async () => {
-    receiver = await startReceiver({ defaultResponse: { status: 200, delayMs: 300 } });
-    database = await createTestDatabase();
-    prefix = uniquePrefix('stop');
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix, env: { RATE_LIMIT_PER_MINUTE: '100000' } });
-    pool = sqlPool(database.url);
+    fx = await startDispatcherFixture('stop', { receiver: { defaultResponse: { status: 200, delayMs: 300 } }, dispatchers: 0 });
+    ({ receiver, gw, pool } = fx);
   });
-  afterAll(async () => {
-    await gw?.stop();
-    await receiver?.close();
-    await pool?.end();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   it('finishes and records the deliveries in flight, leaves the rest queued for the next dispatcher, sends nothing twice', async () => {
-    const first = await startTestDispatcher({ databaseUrl: database.url, redisPrefix: prefix, env: { DISPATCHER_CONCURRENCY: '5' } });
+    const first = await fx.addDispatcher({ env: { DISPATCHER_CONCURRENCY: '5' } });
     const c = await createCompany(gw, { planActivo: true, creditos: 100 });
     const res = await gw.http.post('/api/v1/webhooks').set('Authorization', bearer(c.live)).send({ url: receiver.url('/stop') });
     expect(res.status).toBe(201);
@@ -50,18 +38,14 @@ describe('a graceful stop', () => {
     await sleep(500);
     expect(receiver.requests.length).toBe(sentBeforeStop);
 
-    const second = await startTestDispatcher({ databaseUrl: database.url, redisPrefix: prefix, env: { DISPATCHER_CONCURRENCY: '20' } });
-    try {
-      await receiver.waitFor(40, 15_000);
-      const succeeded = async () => Number((await pool.query(`select count(*) n from entregas where estado = 'exitosa'`)).rows[0].n);
-      for (let i = 0; i < 50 && (await succeeded()) < 40; i++) await sleep(100);
-      expect(await succeeded()).toBe(40);
-      await sleep(500);
-      const ids = receiver.requests.map((r) => r.headers['x-request-id']);
-      expect(new Set(ids).size).toBe(40);
-      expect(ids).toHaveLength(40);
-    } finally {
-      await second.stop();
-    }
+    await fx.addDispatcher({ env: { DISPATCHER_CONCURRENCY: '20' } }); // stopped by the fixture
+    await receiver.waitFor(40, 15_000);
+    const succeeded = async () => Number((await pool.query(`select count(*) n from entregas where estado = 'exitosa'`)).rows[0].n);
+    for (let i = 0; i < 50 && (await succeeded()) < 40; i++) await sleep(100);
+    expect(await succeeded()).toBe(40);
+    await sleep(500);
+    const ids = receiver.requests.map((r) => r.headers['x-request-id']);
+    expect(new Set(ids).size).toBe(40);
+    expect(ids).toHaveLength(40);
   }, 30_000);
 });

@@ -1,7 +1,6 @@
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@svc/observability';
-import type { Clock, Db, ShipmentEventJob } from '@svc/schema';
+import type { Clock, Db } from '@svc/schema';
 import type { WebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
 import type { TokenCache } from './auth/token-cache';
@@ -17,7 +16,6 @@ export interface GatewayDeps {
   redis: Redis;
   tokenCache: TokenCache;
   rateLimiter: RateLimiter;
-  eventsQueue: Queue<ShipmentEventJob>;
   outboxRelay: OutboxRelay;
   /** The same sending code as the dispatcher, for the synchronous PING. */
   sender: WebhookSender;

@@ -1,8 +1,7 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { Queue } from 'bullmq';
-import { Redis, type RedisOptions } from 'ioredis';
-import { closeServer, createLogger, createMetricsServer, createStopStack, listen, type Logger } from '@svc/observability';
-import { createDb, createPool, JOBS, lateExtraCaCerts, systemClock, type Clock, type ShipmentEventJob } from '@svc/schema';
+import type { RedisOptions } from 'ioredis';
+import { closeServer, connectRedis, createLogger, createStopStack, listen, serveMetrics, type Logger } from '@svc/observability';
+import { JOBS, lateExtraCaCerts, openDatabase, queueFor, systemClock, type Clock } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
 import { createApp } from './app';
@@ -30,38 +29,22 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
-/** Redis for request-path commands: fail fast (503) instead of queueing while Redis is away. */
-export function requestRedisOptions(): RedisOptions {
-  return { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: true };
-}
-
-
-
 /** Builds every dependency from the config, then serves the API and the metrics port. */
 export async function startGateway(config: GatewayConfig, options: GatewayOptions = {}): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger('gateway', config.logLevel);
   const clock = options.clock ?? systemClock;
-  const undo = createStopStack(logger);
+  const undo = createStopStack(logger, { timeoutMs: config.shutdownTimeoutMs });
   const stop = (): Promise<void> => undo.stop();
 
   try {
-    const pool = createPool({ connectionString: config.databaseUrl, max: config.dbPoolSize, applicationName: 'gateway' });
-    const db = createDb(pool);
-    undo.push('db', () => db.destroy());
+    const { pool, db } = openDatabase(config, 'gateway', undo);
 
-    const redis = new Redis(config.redisUrl, requestRedisOptions());
-    redis.on('error', () => undefined); // reported by the failing command and by /readyz
-    undo.push('redis', () => redis.quit().catch(() => redis.disconnect()));
-    await redis.connect();
-    const subscriber = new Redis(config.redisUrl, { lazyConnect: true });
-    subscriber.on('error', () => undefined);
-    undo.push('redis subscriber', () => subscriber.quit().catch(() => subscriber.disconnect()));
-    await subscriber.connect();
+    const redis = await connectRedis(config.redisUrl, 'commands', undo, 'redis'); // the request path: a 503, not a wait
+    const subscriber = await connectRedis(config.redisUrl, 'subscriber', undo, 'redis subscriber');
 
-    const eventsQueue = new Queue<ShipmentEventJob>(JOBS.shipmentEvent.queue, {
+    const eventsQueue = queueFor(JOBS.shipmentEvent, {
       connection: { url: config.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 1 } as RedisOptions,
       prefix: config.redisPrefix,
-      defaultJobOptions: JOBS.shipmentEvent.options,
     });
     eventsQueue.on('error', () => undefined);
     undo.push('events queue', () => eventsQueue.close());
@@ -93,7 +76,6 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       redis,
       tokenCache,
       rateLimiter: new RateLimiter(redis, config.redisPrefix, config.rateLimitPerMinute),
-      eventsQueue,
       outboxRelay,
       sender,
       metrics,
@@ -101,12 +83,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       clock,
     };
 
-    const metricsServer = createMetricsServer(metrics.registry, [
-      { name: 'postgres', check: async () => void (await pool.query('select 1')) },
-      { name: 'redis', check: async () => void (await redis.ping()) },
-    ]);
-    const metricsPort = await listen(metricsServer, config.metricsPort);
-    undo.push('metrics server', () => closeServer(metricsServer));
+    const { server: metricsServer, port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis }, undo);
 
     const server = createServer(deps);
     const port = await listen(server, config.port);

@@ -1,27 +1,26 @@
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { ADMIN_TOKEN, bearer, createBranch, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
+import {
+  ADMIN_TOKEN,
+  bearer,
+  createBranch,
+  createCompany,
+  startGatewayFixture,
+  type GatewayFixture,
+  type TestGateway,
+} from '../../../test/support/test-gateway';
 
 const envelope401 = { success: false, error: { code: 'AUTH_REQUIRED', message: expect.any(String) } };
 
 describe('authentication of /api/v1', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  let fx: GatewayFixture;
   let a: TestGateway;
   let b: TestGateway;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('auth');
-    a = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
-    b = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
+    fx = await startGatewayFixture('auth');
+    a = fx.gw;
+    b = await fx.addGateway();
   });
-  afterAll(async () => {
-    await a?.stop();
-    await b?.stop();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   it.each([
     ['no header', undefined],

@@ -1,30 +1,22 @@
 import { request as httpRequest } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
 import { eventually } from '../../../test/support/eventually';
-import { ADMIN_TOKEN, bearer, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
+import { ADMIN_TOKEN, bearer, createCompany, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 
 describe('the error envelope', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  let fx: GatewayFixture;
   let gw: TestGateway;
   let token: string;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('errors');
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
+    fx = await startGatewayFixture('errors');
+    ({ gw } = fx);
     token = (await createCompany(gw)).live;
   });
-  afterAll(async () => {
-    await gw?.stop();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   it('404 NOT_FOUND for unknown routes, inside and outside the API', async () => {
     for (const path of ['/api/v1/nada', '/api/v1/empresa/extra', '/nada', '/']) {
@@ -179,7 +171,7 @@ describe('the error envelope', () => {
   });
 
   it('500 INTERNAL_ERROR without internals, logged with the request id', async () => {
-    const c = new pg.Client({ connectionString: database.url });
+    const c = new pg.Client({ connectionString: fx.database.url });
     await c.connect();
     await c.query('alter table sucursales rename to sucursales_rotas');
     try {
@@ -209,17 +201,12 @@ describe('the error envelope', () => {
   });
 
   it('503 SERVICE_UNAVAILABLE when Postgres is unreachable', async () => {
-    const otherPrefix = uniquePrefix('errors-pg');
-    const other = await startTestGateway({ databaseUrl: 'postgres://postgres@127.0.0.1:1/nada', redisPrefix: otherPrefix });
-    try {
-      const res = await other.admin('post', '/empresas', { nombre: 'x' });
-      expect(res.status).toBe(503);
-      expect(res.body).toEqual(envelope('SERVICE_UNAVAILABLE'));
-      const api = await other.http.get('/api/v1/empresa').set('Authorization', bearer(token));
-      expect(api.status).toBe(503);
-    } finally {
-      await other.stop();
-      await dropPrefix(otherPrefix);
-    }
+    // A second instance whose Postgres does not answer; the fixture stops it and drops its Redis keys.
+    const other = await fx.addGateway({ databaseUrl: 'postgres://postgres@127.0.0.1:1/nada' });
+    const res = await other.admin('post', '/empresas', { nombre: 'x' });
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual(envelope('SERVICE_UNAVAILABLE'));
+    const api = await other.http.get('/api/v1/empresa').set('Authorization', bearer(token));
+    expect(api.status).toBe(503);
   });
 });

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { createCompany, type TestGateway, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
-import { count, createBatch, createOne, empresaRow, guia } from './shipment-fixtures';
+import { count, createBatch, createOne, empresaRow, guia } from '../../../test/support/shipment-fixtures';
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 const funded = { planActivo: true, creditos: 100 };

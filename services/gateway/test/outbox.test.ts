@@ -1,12 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type pg from 'pg';
 import { JOBS, type ShipmentEventJob } from '@svc/schema';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { TEST_REDIS_URL } from '../../../test/support/env';
-import { createBranch, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
-import { createBatch, createOne, guia, moveOn, sqlPool } from './shipment-fixtures';
+import { createBatch, createOne, guia, moveOn } from '../../../test/support/shipment-fixtures';
+import { createBranch, createCompany, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
 
 interface OutboxRow {
   id: string;
@@ -29,8 +26,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 }
 
 describe('the event outbox', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  let fx: GatewayFixture;
   let gw: TestGateway;
   let flaky: TestGateway;
   let pool: pg.Pool;
@@ -38,13 +34,10 @@ describe('the event outbox', () => {
   let failures = 0;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('outbox');
-    gw = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
+    fx = await startGatewayFixture('outbox');
+    ({ gw, pool } = fx);
     // A second instance whose relay's queue refuses its first add, as if Redis had blinked.
-    flaky = await startTestGateway({
-      databaseUrl: database.url,
-      redisPrefix: prefix,
+    flaky = await fx.addGateway({
       wrapRelayQueue: (inner) => ({
         addBulk: (jobs) => {
           if (failures++ === 0) return Promise.reject(new Error('Connection is closed.'));
@@ -52,17 +45,9 @@ describe('the event outbox', () => {
         },
       }),
     });
-    pool = sqlPool(database.url);
-    queue = new Queue<ShipmentEventJob>(JOBS.shipmentEvent.queue, { connection: { url: TEST_REDIS_URL }, prefix });
+    queue = fx.queue<ShipmentEventJob>(JOBS.shipmentEvent.queue);
   });
-  afterAll(async () => {
-    await queue?.close();
-    await gw?.stop();
-    await flaky?.stop();
-    await pool?.end();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   const rowsOf = async (empresaId: string) =>
     (await pool.query<OutboxRow>('select * from outbox where empresa_id = $1 order by created_at', [empresaId])).rows;

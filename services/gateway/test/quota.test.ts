@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { guatemalaDay, MAX_CREDITOS } from '@svc/schema';
 import { createBranch, createCompany, type TestGateway, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
-import { count, createBatch, createOne, empresaRow, guia, manualClock } from './shipment-fixtures';
+import { count, createBatch, createOne, empresaRow, guia, manualClock } from '../../../test/support/shipment-fixtures';
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 

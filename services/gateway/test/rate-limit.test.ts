@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
 import { TEST_REDIS_URL } from '../../../test/support/env';
-import { bearer, createBranch, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
-import { guia, sqlPool } from './shipment-fixtures';
+import { guia } from '../../../test/support/shipment-fixtures';
+import { bearer, createBranch, createCompany, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
 
 type Res = { status: number; headers: Record<string, string>; body: { error?: { code: string } } };
 
@@ -23,26 +21,17 @@ function rateHeaders(res: Res): { limit: number; remaining: number; reset: numbe
 }
 
 describe('rate limit: 100 requests per sliding minute per token', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  let fx: GatewayFixture;
   let a: TestGateway;
   let b: TestGateway;
   let pool: pg.Pool;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('ratelimit');
-    a = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
-    b = await startTestGateway({ databaseUrl: database.url, redisPrefix: prefix });
-    pool = sqlPool(database.url);
+    fx = await startGatewayFixture('ratelimit');
+    ({ gw: a, pool } = fx);
+    b = await fx.addGateway(); // the same database and Redis prefix: one window across instances
   });
-  afterAll(async () => {
-    await a?.stop();
-    await b?.stop();
-    await pool?.end();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   it('allows exactly 100 sequential requests, counting Remaining down, then 429 with Retry-After', async () => {
     const c = await createCompany(a);
@@ -81,7 +70,7 @@ describe('rate limit: 100 requests per sliding minute per token', () => {
     const tokenId = (await pool.query<{ id: string }>('select id from tokens where hash = $1', [hash])).rows[0]!.id;
     const redis = new Redis(TEST_REDIS_URL);
     try {
-      const key = `${prefix}:rl:${tokenId}`;
+      const key = `${fx.prefix}:rl:${tokenId}`;
       const oldest = await redis.zrange(key, 0, 29, 'WITHSCORES');
       expect(oldest).toHaveLength(60);
       for (let i = 0; i < oldest.length; i += 2) await redis.zadd(key, Number(oldest[i + 1]) - 61_000, oldest[i]!);

@@ -1,47 +1,29 @@
 import request from 'supertest';
 import { sql } from 'kysely';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { TEST_REDIS_URL } from '../../../test/support/env';
 import { eventually } from '../../../test/support/eventually';
 import { parseExposition, sampleSum } from '../../../test/support/prometheus-text';
-import { hostPort, startTcpProxy, throughProxy, type TcpProxy } from '../../../test/support/tcp-proxy';
-import { bearer, createCompany, startTestGateway, type TestGateway } from '../../../test/support/test-gateway';
+import type { TcpProxy } from '../../../test/support/tcp-proxy';
+import { bearer, createCompany, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
+import { recordUnhandledRejections } from '../../../test/support/unhandled-rejections';
 
 describe('gateway /healthz, /metrics and /readyz on the metrics port', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  const unhandled = recordUnhandledRejections();
+  let fx: GatewayFixture;
   let redisProxy: TcpProxy;
   let pgProxy: TcpProxy;
   let gw: TestGateway;
   let metricsPort: request.Agent;
   let token: string;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onUnhandled);
-    database = await createTestDatabase();
-    prefix = uniquePrefix('ready');
     // This instance reaches Redis and Postgres through proxies the test can break; nobody else does.
-    redisProxy = await startTcpProxy(hostPort(TEST_REDIS_URL));
-    pgProxy = await startTcpProxy(hostPort(database.url));
-    gw = await startTestGateway({
-      databaseUrl: throughProxy(database.url, pgProxy),
-      redisPrefix: prefix,
-      env: { REDIS_URL: throughProxy(TEST_REDIS_URL, redisProxy) },
-    });
+    fx = await startGatewayFixture('ready', { viaProxies: true });
+    ({ gw } = fx);
+    ({ redis: redisProxy, postgres: pgProxy } = await fx.proxies());
     metricsPort = request.agent(`http://127.0.0.1:${gw.metricsPort}`);
     token = (await createCompany(gw)).live;
   });
-  afterAll(async () => {
-    process.off('unhandledRejection', onUnhandled);
-    await gw?.stop();
-    await redisProxy?.close();
-    await pgProxy?.close();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   const ready = async (): Promise<request.Response> => metricsPort.get('/readyz');
   const api = async (): Promise<request.Response> => gw.http.get('/api/v1/empresa').set('Authorization', bearer(token));

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { bearer, createBranch, createCompany, type TestGateway, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
-import { count, createBatch, createOne, empresaRow, guia, moveOn } from './shipment-fixtures';
+import { count, createBatch, createOne, empresaRow, guia, moveOn } from '../../../test/support/shipment-fixtures';
 
 describe('sandbox (test tokens)', () => {
   let fx: GatewayFixture;

@@ -13,7 +13,7 @@ import { hashToken } from '../src/auth/token';
 import { findPrincipalByHash } from '../src/auth/token.repository';
 import { generateNumeroGuia } from '../src/shipments/numero-guia';
 import { createShipments } from '../src/shipments/shipment.service';
-import { count, createBatch, createOne, empresaRow, guia, moveOn } from './shipment-fixtures';
+import { count, createBatch, createOne, empresaRow, guia, moveOn } from '../../../test/support/shipment-fixtures';
 
 const NUMERO = /^SVC[0-9A-HJKMNP-TV-Z]{10}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;

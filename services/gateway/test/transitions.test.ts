@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { ADMIN_TOKEN, createBranch, createCompany, type Company, type TestGateway, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
-import { count, createBatch, createOne, guia, manualClock, moveOn } from './shipment-fixtures';
+import { count, createBatch, createOne, guia, manualClock, moveOn } from '../../../test/support/shipment-fixtures';
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 

@@ -1,8 +1,6 @@
 import { verify } from '@svc/webhook-signature';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { dropPrefix, uniquePrefix } from '../../../test/support/redis-prefix';
-import { startReceiver, type Receiver } from '../../../test/support/https-receiver';
-import { bearer, createCompany, startTestGateway, type Company, type TestGateway } from '../../../test/support/test-gateway';
+import type { Receiver } from '../../../test/support/https-receiver';
+import { bearer, createCompany, startGatewayFixture, type Company, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -10,33 +8,25 @@ const envelope = (code: string) => ({ success: false, error: { code, message: ex
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('POST /api/v1/webhooks/:id/test (PING) against a real HTTPS receiver', () => {
-  let database: TestDatabase;
-  let prefix: string;
+  let fx: GatewayFixture;
   let gw: TestGateway;
   let receiver: Receiver;
   let c: Company;
 
   beforeAll(async () => {
-    receiver = await startReceiver();
-    database = await createTestDatabase();
-    prefix = uniquePrefix('ping');
-    gw = await startTestGateway({
-      databaseUrl: database.url,
-      redisPrefix: prefix,
+    fx = await startGatewayFixture('ping', {
+      receiver: true,
       env: {
         RATE_LIMIT_PER_MINUTE: '100000',
         DISPATCH_HOST_MAP: 'receiver.test=127.0.0.1,private.test=10.1.2.3',
         DISPATCH_ALLOW_CIDRS: '127.0.0.0/8',
       },
     });
+    gw = fx.gw;
+    receiver = fx.receiver!;
     c = await createCompany(gw);
   });
-  afterAll(async () => {
-    await gw?.stop();
-    await receiver?.close();
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
+  afterAll(() => fx?.stop());
 
   const api = (method: 'get' | 'post' | 'delete', path: string, token = c.live, body?: object) => {
     const r = gw.http[method](`/api/v1${path}`).set('Authorization', bearer(token));

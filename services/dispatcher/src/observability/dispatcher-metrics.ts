@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from '@svc/observability';
+import { createServiceMetrics } from '@svc/observability';
 import type { AttemptResult } from '@svc/webhook-sender';
 
 export type QueueState = 'waiting' | 'active' | 'delayed' | 'failed';
@@ -12,52 +12,23 @@ export type QueueCounts = () => Promise<Record<string, Partial<Record<QueueState
  * process). Labels hold bounded values only: event names, outcomes, attempt results, queue states.
  */
 export function createDispatcherMetrics(queueCounts?: QueueCounts) {
-  const registry = new Registry();
-  registry.setDefaultLabels({ service: 'dispatcher' });
-  collectDefaultMetrics({ register: registry, prefix: 'svc_' });
-
-  const deliveries = new Counter({
-    name: 'svc_webhook_deliveries_total',
-    help: 'Deliveries that ended, by event and outcome (success or failure); counted once per delivery',
-    labelNames: ['evento', 'outcome'] as const,
-    registers: [registry],
-  });
-  const attempts = new Counter({
-    name: 'svc_webhook_attempts_total',
-    help: 'Delivery attempts, by result (2xx, 3xx, 4xx, 5xx, timeout, network, blocked)',
-    labelNames: ['result'] as const,
-    registers: [registry],
-  });
-  const attemptDuration = new Histogram({
-    name: 'svc_webhook_attempt_duration_seconds',
-    help: 'Duration of one delivery attempt, from connect to the end of the answer',
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
-  const eventToDelivery = new Histogram({
-    name: 'svc_event_to_delivery_seconds',
-    help: "Time from the event's commit to the receiver's 2xx",
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    registers: [registry],
-  });
-  new Gauge({
-    name: 'svc_queue_jobs',
-    help: 'Jobs in the queues, by state (waiting, active, delayed, failed)',
-    labelNames: ['queue', 'state'] as const,
-    registers: [registry],
-    async collect() {
-      if (!queueCounts) return;
-      // Redis away: the gauge keeps its last values and /readyz reports the outage.
-      const counts = await queueCounts().catch(() => undefined);
-      if (!counts) return;
-      for (const [queue, byState] of Object.entries(counts)) {
-        for (const state of QUEUE_STATES) this.set({ queue, state }, byState[state] ?? 0);
-      }
-    },
+  const m = createServiceMetrics('dispatcher');
+  const deliveries = m.counter('svc_webhook_deliveries_total', 'Deliveries that ended, by event and outcome (success or failure); counted once per delivery', ['evento', 'outcome']);
+  const attempts = m.counter('svc_webhook_attempts_total', 'Delivery attempts, by result (2xx, 3xx, 4xx, 5xx, timeout, network, blocked)', ['result']);
+  const attemptDuration = m.histogram('svc_webhook_attempt_duration_seconds', 'Duration of one delivery attempt, from connect to the end of the answer', [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
+  const eventToDelivery = m.histogram('svc_event_to_delivery_seconds', "Time from the event's commit to the receiver's 2xx", [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]);
+  m.gauge('svc_queue_jobs', 'Jobs in the queues, by state (waiting, active, delayed, failed)', ['queue', 'state'], async function () {
+    if (!queueCounts) return;
+    // Redis away: the gauge keeps its last values and /readyz reports the outage.
+    const counts = await queueCounts().catch(() => undefined);
+    if (!counts) return;
+    for (const [queue, byState] of Object.entries(counts)) {
+      for (const state of QUEUE_STATES) this.set({ queue, state }, byState[state] ?? 0);
+    }
   });
 
   return {
-    registry,
+    registry: m.registry,
     deliveries,
     attempts,
     attemptDuration,

@@ -1,4 +1,4 @@
-import type { Db, Modo } from '@svc/schema';
+import type { Db, Modo, Transaction } from '@svc/schema';
 import type { Principal } from './principal';
 
 /** Looks a token hash up among the stored hashes of companies and branches. */
@@ -30,7 +30,7 @@ export async function findPrincipalByHash(db: Db, hash: string): Promise<Princip
 
 /** Replaces the owner's pair in the caller's transaction; returns the hashes that stop working. */
 export async function replaceTokens(
-  db: Db,
+  db: Transaction,
   owner: { empresaId: string; sucursalId: string | null },
   hashes: Record<Modo, string> | null,
 ): Promise<string[]> {

@@ -1,4 +1,4 @@
-import type { Db, Empresa, EmpresaFields, Sucursal } from '@svc/schema';
+import type { Db, Empresa, EmpresaFields, PlanPersonalizado, Sucursal, Transaction } from '@svc/schema';
 
 const COLUMNS = {
   nombre: 'nombre',
@@ -64,3 +64,63 @@ export async function findBranch(db: Db, empresaId: string, sucursalId: string):
     .where('empresa_id', '=', empresaId)
     .executeTakeFirst();
 }
+
+/**
+ * Locks the company row until the transaction ends: what is decided per company under it (the
+ * 10-active-webhook limit) cannot be decided twice at once. False when there is no such company.
+ */
+export async function lockCompany(trx: Transaction, empresaId: string): Promise<boolean> {
+  const row = await trx.selectFrom('empresas').select('id').where('id', '=', empresaId).forUpdate().executeTakeFirst();
+  return row !== undefined;
+}
+
+// ---- the charge of shipment creations -------------------------------------------------------------
+
+/** The parameters of CHARGE_SHIPMENTS: the Guatemala day, the number of shipments, the company. */
+export type ChargeParam = 'day' | 'n' | 'empresa';
+
+const USED_TODAY = '(case when guias_hoy_dia = @day::date then guias_hoy else 0 end)';
+
+/**
+ * The charge of `@n` shipments to the company's allowance of `@day` and, unless its custom plan is
+ * approved, `@n` credits: a conditional UPDATE that returns the company's id only when both
+ * suffice. Its row lock serialises the company's creations until commit. It is the body of the
+ * `charged` CTE of the creation statement (shipment.repository.ts), so the charge and the rows it
+ * pays for are one statement.
+ */
+export const CHARGE_SHIPMENTS = `
+    update empresas set
+      guias_hoy = ${USED_TODAY} + @n::int,
+      guias_hoy_dia = @day::date,
+      creditos = case when plan_personalizado = 'APROBADA' then creditos else creditos - @n::int end
+    where id = @empresa::uuid
+      and ${USED_TODAY} + @n::int <= limite_diario
+      and (plan_personalizado = 'APROBADA' or (plan_activo and creditos >= @n::int))
+    returning id`;
+
+export interface Allowance {
+  usedToday: number;
+  limiteDiario: number;
+  planActivo: boolean;
+  creditos: number;
+  planPersonalizado: PlanPersonalizado | null;
+}
+
+/** The company's allowance as of now: read after a refused charge, to say which limit refused it. */
+export async function readAllowance(trx: Db, empresaId: string, day: string): Promise<Allowance | undefined> {
+  const row = await trx
+    .selectFrom('empresas')
+    .select(['guias_hoy', 'guias_hoy_dia', 'limite_diario', 'plan_activo', 'creditos', 'plan_personalizado'])
+    .where('id', '=', empresaId)
+    .executeTakeFirst();
+  return (
+    row && {
+      usedToday: row.guias_hoy_dia === day ? row.guias_hoy : 0,
+      limiteDiario: row.limite_diario,
+      planActivo: row.plan_activo,
+      creditos: row.creditos,
+      planPersonalizado: row.plan_personalizado,
+    }
+  );
+}
+

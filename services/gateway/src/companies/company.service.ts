@@ -1,8 +1,9 @@
-import { AppError, guatemalaDay, isUuid, type Clock, type Db, type Empresa, type Modo, type Sucursal } from '@svc/schema';
+import { AppError, guatemalaDay, isUuid, MAX_CREDITOS, type Clock, type Db, type Empresa, type EmpresaFields, type Modo, type Sucursal } from '@svc/schema';
+import type { GatewayDeps } from '../deps';
 import { generateToken, hashToken } from '../auth/token';
-import { replaceTokens } from '../auth/token.repository';
+import { hashesOfCompany, replaceTokens } from '../auth/token.repository';
 import type { TokenCache } from '../auth/token-cache';
-import { findCompany, findBranch } from './company.repository';
+import { addCredits, findBranch, findCompany, insertBranch, insertCompany, updateCompany } from './company.repository';
 
 /** The company as the portal's routes show it. */
 export function presentCompany(e: Empresa, clock: Clock) {
@@ -32,12 +33,88 @@ export async function requireBranch(db: Db, empresaId: string, sucursalId: strin
   return sucursal;
 }
 
+// ---- the portal's rules ---------------------------------------------------------------------------
+
+/** Tokens are issued to verified companies only: a company is verified in the portal first. */
+function requireVerified(e: Empresa): void {
+  if (!e.verificada) throw new AppError('EMPRESA_NO_VERIFICADA', 'the company must be verified before generating tokens');
+}
+
+function requireBranchesEnabled(e: Empresa): void {
+  if (!e.sucursales_habilitadas) throw new AppError('SUCURSALES_DESHABILITADAS', 'branches are not enabled for this company');
+}
+
+export function createCompany(db: Db, fields: EmpresaFields): Promise<Empresa> {
+  return insertCompany(db, fields);
+}
+
+export async function patchCompany(
+  deps: Pick<GatewayDeps, 'db' | 'tokenCache'>,
+  id: string,
+  fields: Partial<EmpresaFields>,
+): Promise<Empresa> {
+  const current = await requireCompany(deps.db, id);
+  const empresa = await updateCompany(deps.db, current.id, fields);
+  if (!empresa) throw new AppError('NOT_FOUND', 'no such company');
+  // Cached principals carry the company's name and branch setting: drop them everywhere.
+  await deps.tokenCache.invalidate(await hashesOfCompany(deps.db, empresa.id), { revoke: false });
+  return empresa;
+}
+
+/** Adds to the balance; the new balance. */
+export async function addCompanyCredits(db: Db, id: string, cantidad: number): Promise<number> {
+  const empresa = await requireCompany(db, id);
+  const creditos = await addCredits(db, empresa.id, cantidad, MAX_CREDITOS);
+  // The company exists (just read), so only the bound refused it.
+  if (creditos === undefined) {
+    throw new AppError('VALIDATION_ERROR', `cantidad would take the balance over ${MAX_CREDITOS} credits`);
+  }
+  return creditos;
+}
+
+export async function createBranch(db: Db, empresaId: string, nombre: string): Promise<Sucursal> {
+  const empresa = await requireCompany(db, empresaId);
+  requireBranchesEnabled(empresa);
+  return insertBranch(db, empresa.id, nombre);
+}
+
+/** A company's or a branch's token owner, as the portal's routes name it. */
+export interface TokenOwner {
+  empresaId: string;
+  sucursalId: string | null;
+}
+
 /**
- * Generates (or regenerates) the owner's live/test pair; the values are returned once and never
- * stored. The old hashes are revoked in Redis before the commit: if Redis cannot take the
+ * Generates (or regenerates) the owner's pair: the company must be verified and, for a branch,
+ * have branches enabled. The old pair stops working at once on every gateway.
+ */
+export async function issueTokens(deps: Pick<GatewayDeps, 'db' | 'tokenCache'>, owner: TokenOwner): Promise<Record<Modo, string>> {
+  const empresa = await requireCompany(deps.db, owner.empresaId);
+  requireVerified(empresa);
+  let sucursalId: string | null = null;
+  if (owner.sucursalId !== null) {
+    requireBranchesEnabled(empresa);
+    sucursalId = (await requireBranch(deps.db, empresa.id, owner.sucursalId)).id;
+  }
+  return rotateTokens(deps.db, deps.tokenCache, { empresaId: empresa.id, sucursalId });
+}
+
+/** Deletes the owner's pair; how many tokens stopped working. */
+export async function deleteTokens(deps: Pick<GatewayDeps, 'db' | 'tokenCache'>, owner: TokenOwner): Promise<number> {
+  const empresa = await requireCompany(deps.db, owner.empresaId);
+  const sucursalId = owner.sucursalId === null ? null : (await requireBranch(deps.db, empresa.id, owner.sucursalId)).id;
+  return deps.db.transaction().execute(async (trx) => {
+    const old = await replaceTokens(trx, { empresaId: empresa.id, sucursalId }, null);
+    await deps.tokenCache.invalidate(old, { revoke: true });
+    return old.length;
+  });
+}
+
+/**
+ * The new live/test pair in place of the old; the values are returned once and never stored. The old hashes are revoked in Redis before the commit: if Redis cannot take the
  * revocation, nothing changes (503) rather than leaving old tokens alive on other instances.
  */
-export async function rotateTokens(
+async function rotateTokens(
   db: Db,
   cache: TokenCache,
   owner: { empresaId: string; sucursalId: string | null },
@@ -49,16 +126,4 @@ export async function rotateTokens(
     await cache.invalidate(old, { revoke: true });
   });
   return tokens;
-}
-
-export async function deleteTokens(
-  db: Db,
-  cache: TokenCache,
-  owner: { empresaId: string; sucursalId: string | null },
-): Promise<number> {
-  return db.transaction().execute(async (trx) => {
-    const old = await replaceTokens(trx, owner, null);
-    await cache.invalidate(old, { revoke: true });
-    return old.length;
-  });
 }

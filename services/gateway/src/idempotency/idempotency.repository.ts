@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '@svc/schema';
+import type { Transaction } from '@svc/schema';
 
 export interface StoredAnswer {
   requestHash: string;
@@ -13,7 +13,7 @@ export interface StoredAnswer {
  * key taken over). A concurrent claim of the same key waits on the unique index until the owner
  * commits (then it is not claimed and reads the stored answer) or rolls back (then it claims).
  */
-export async function claimKey(trx: Db, scope: string, clave: string, requestHash: string): Promise<boolean> {
+export async function claimKey(trx: Transaction, scope: string, clave: string, requestHash: string): Promise<boolean> {
   const row = await trx
     .insertInto('idempotencia')
     .values({ scope, clave, request_hash: requestHash })
@@ -29,7 +29,7 @@ export async function claimKey(trx: Db, scope: string, clave: string, requestHas
 }
 
 /** The answer stored under a key that could not be claimed (ON CONFLICT locked the row for us). */
-export async function findAnswer(trx: Db, scope: string, clave: string): Promise<StoredAnswer | undefined> {
+export async function findAnswer(trx: Transaction, scope: string, clave: string): Promise<StoredAnswer | undefined> {
   const row = await trx
     .selectFrom('idempotencia')
     .select(['request_hash', 'status_code', 'response'])
@@ -40,7 +40,7 @@ export async function findAnswer(trx: Db, scope: string, clave: string): Promise
 }
 
 /** Stores the answer in the transaction that made it, so it exists exactly when the change does. */
-export async function storeAnswer(trx: Db, scope: string, clave: string, statusCode: number, body: string): Promise<void> {
+export async function storeAnswer(trx: Transaction, scope: string, clave: string, statusCode: number, body: string): Promise<void> {
   await trx
     .updateTable('idempotencia')
     // Kept as a JSON string value: a replay then repeats the very bytes of the first answer.

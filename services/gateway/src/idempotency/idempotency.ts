@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { AppError } from '@svc/schema';
+import { AppError, type Db } from '@svc/schema';
+import { claimKey, findAnswer, storeAnswer } from './idempotency.repository';
 
 /** What a creation needs to honour an `Idempotency-Key`: where the key lives and what it guards. */
 export interface IdempotencyRequest {
@@ -46,4 +47,39 @@ export function idempotencyRequest(
   const key = readIdempotencyKey(header);
   if (key === undefined) return undefined;
   return { scope: `${tokenId}:${route}`, key, requestHash: requestHash(body) };
+}
+
+export interface IdempotentAnswer {
+  status: number;
+  body: unknown;
+  /** True when the answer is the stored one of an earlier request with the same key. */
+  replayed: boolean;
+}
+
+/**
+ * Runs `work` at most once per key. Without a key, `work` runs as it is (on `db`, where one
+ * statement is its own transaction). With one, it runs in the transaction that claims the key and
+ * stores its answer, so the answer exists exactly when the change does: the same key with the same
+ * body answers the stored answer again and runs nothing; with another body, 409
+ * IDEMPOTENCY_CONFLICT. A concurrent request with the same key waits for the first to commit.
+ */
+export async function idempotent(
+  db: Db,
+  request: IdempotencyRequest | undefined,
+  work: (db: Db) => Promise<{ status: number; body: unknown }>,
+): Promise<IdempotentAnswer> {
+  if (!request) return { ...(await work(db)), replayed: false };
+  const { scope, key, requestHash: hash } = request;
+  return db.transaction().execute(async (trx): Promise<IdempotentAnswer> => {
+    if (!(await claimKey(trx, scope, key, hash))) {
+      const stored = await findAnswer(trx, scope, key);
+      if (!stored || stored.requestHash !== hash || stored.statusCode === null || stored.body === null) {
+        throw new AppError('IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was already used with a different body');
+      }
+      return { status: stored.statusCode, body: JSON.parse(stored.body) as unknown, replayed: true };
+    }
+    const answer = await work(trx);
+    await storeAnswer(trx, scope, key, answer.status, JSON.stringify(answer.body));
+    return { ...answer, replayed: false };
+  });
 }

@@ -1,8 +1,8 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '@svc/observability';
-import { JOBS, type Db, type ShipmentEventJob } from '@svc/schema';
+import { bulkJobs, JOBS, type Db, type ShipmentEventJob } from '@svc/schema';
 import type { GatewayMetrics } from '../observability/gateway-metrics';
-import { lockUnsent, markSent, pendingStats, type PendingJob } from './outbox.repository';
+import { lockUnsent, markSent, type PendingJob } from './outbox.repository';
 
 export interface OutboxRelay {
   /** Starts the periodic sweep of committed-but-unsent rows. */
@@ -11,7 +11,6 @@ export interface OutboxRelay {
   notify(jobs: PendingJob[]): void;
   /** Resolves when everything notified so far has been tried once (tests, shutdown). */
   drain(): Promise<void>;
-  stats(): Promise<{ pending: number; oldestAgeSeconds: number }>;
   /** One sweep pass now; returns how many events it added. */
   sweepNow(): Promise<number>;
   stop(): Promise<void>;
@@ -30,15 +29,8 @@ export interface OutboxRelayOptions {
   batchSize?: number;
 }
 
-const addJobs = (queue: OutboxRelayOptions['queue'], jobs: ShipmentEventJob[]) =>
-  queue.addBulk(
-    jobs.map((data) => ({
-      name: JOBS.shipmentEvent.name,
-      data,
-      // Job id = event id: a second add of the same event (relay and sweep racing) is a no-op.
-      opts: { ...JOBS.shipmentEvent.options, jobId: data.eventId },
-    })),
-  );
+// Job id = event id: a second add of the same event (relay and sweep racing) is a no-op.
+const addJobs = (queue: OutboxRelayOptions['queue'], jobs: ShipmentEventJob[]) => queue.addBulk(bulkJobs(JOBS.shipmentEvent, jobs));
 
 /**
  * Moves committed outbox rows to the queue. The fast path batches what commits notify (one
@@ -129,7 +121,6 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     async drain() {
       while (flushing) await flushing;
     },
-    stats: () => pendingStats(db),
     sweepNow: sweepOnce,
     async stop() {
       stopped = true;

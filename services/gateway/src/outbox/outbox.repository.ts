@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Db, ShipmentEvent, ShipmentEventData, ShipmentEventJob } from '@svc/schema';
+import type { Db, ShipmentEvent, ShipmentEventData, ShipmentEventJob, Transaction } from '@svc/schema';
 
 export interface NewEvent {
   evento: ShipmentEvent;
@@ -12,8 +12,15 @@ export interface NewEvent {
 
 export type PendingJob = Omit<ShipmentEventJob, 'committedAt'>;
 
+/**
+ * The insert of outbox rows from `select` (columns: id, empresa_id, sucursal_id, evento, data,
+ * request_id), for a statement that writes a change and its events at once (the creation).
+ */
+export const outboxInsert = (select: string): string =>
+  `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id) ${select}`;
+
 /** Writes events in the caller's transaction (the one that makes the change); returns their jobs. */
-export async function insertEvents(trx: Db, events: NewEvent[]): Promise<PendingJob[]> {
+export async function insertEvents(trx: Transaction, events: NewEvent[]): Promise<PendingJob[]> {
   if (events.length === 0) return [];
   const jobs: PendingJob[] = events.map((e) => ({ eventId: randomUUID(), ...e }));
   await trx
@@ -43,7 +50,7 @@ export async function markSent(db: Db, ids: string[]): Promise<void> {
 }
 
 /** Locks a batch of committed-but-unsent events older than `minAgeMs`; other sweepers skip them. */
-export async function lockUnsent(trx: Db, minAgeMs: number, limit: number): Promise<ShipmentEventJob[]> {
+export async function lockUnsent(trx: Transaction, minAgeMs: number, limit: number): Promise<ShipmentEventJob[]> {
   const rows = await trx
     .selectFrom('outbox')
     .selectAll()

@@ -2,7 +2,7 @@ import type { Estado, ShipmentEvent } from '@svc/schema';
 
 type TransitionEvent = Exclude<ShipmentEvent, 'GUIA_CREADA'>;
 
-/** operations.md's state machine: for each event, the statuses it may leave from and where it goes. */
+/** The courier's state machine: for each event, the statuses it may leave from and where it goes. */
 const MOVES: Record<Exclude<TransitionEvent, 'GUIA_ACTUALIZADA'>, { from: readonly Estado[]; to: Estado }> = {
   GUIA_RECOLECTADA: { from: ['CREADA'], to: 'RECOLECTADA' },
   GUIA_EN_BODEGA: { from: ['RECOLECTADA', 'INTENTO_FALLIDO'], to: 'EN_BODEGA' },

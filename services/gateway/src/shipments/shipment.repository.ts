@@ -1,5 +1,7 @@
-import { CompiledQuery, sql } from 'kysely';
-import type { Db, Estado, Guia, Modo, PlanPersonalizado, ShipmentEvent } from '@svc/schema';
+import { sql } from 'kysely';
+import { guiaCreadaData, preparedQuery, type Db, type Estado, type Guia, type Modo, type ShipmentEvent, type Transaction } from '@svc/schema';
+import { CHARGE_SHIPMENTS, type ChargeParam } from '../companies/company.repository';
+import { outboxInsert } from '../outbox/outbox.repository';
 
 /** Whose shipments a caller may see: the company's of one mode, or only one branch's. */
 export interface ShipmentScope {
@@ -32,29 +34,30 @@ export interface Owner {
 
 /*
  * The creation statement, in four shapes (live or sandbox; one shipment or a batch). Its text is
- * fixed per shape and built once, and it runs as a prepared statement (see createDb): on the hot
- * path that spares kysely's query building and Postgres's parse and plan on every creation.
+ * fixed per shape and built once, and it runs as a prepared statement: on the hot path that spares
+ * kysely's query building and Postgres's parse and plan on every creation. It is one statement
+ * because a round trip is the dearest thing on the hot path; each table's part of it comes from the
+ * table's owner (the charge from the company repository, the events from the outbox repository).
  * `@name` marks a parameter; statement() numbers them.
  */
-const USED_TODAY = '(case when guias_hoy_dia = @day::date then guias_hoy else 0 end)';
-const CHARGED = `charged as (
-    update empresas set
-      guias_hoy = ${USED_TODAY} + @n::int,
-      guias_hoy_dia = @day::date,
-      creditos = case when plan_personalizado = 'APROBADA' then creditos else creditos - @n::int end
-    where id = @empresa::uuid
-      and ${USED_TODAY} + @n::int <= limite_diario
-      and (plan_personalizado = 'APROBADA' or (plan_activo and creditos >= @n::int))
-    returning id
-  ),`;
 const INPUT = `input as (
     select * from jsonb_to_recordset(@guias::jsonb)
-      as x(ord int, numero_guia text, evento_id uuid, destinatario jsonb, paquete jsonb, referencia text, extra jsonb)
+      as x(ord int, numero_guia text, evento_id uuid, evento_data jsonb, destinatario jsonb, paquete jsonb, referencia text, extra jsonb)
   ),`;
-const EVENT = `@empresa::uuid, @sucursal::uuid, 'GUIA_CREADA',
-    jsonb_build_object('numeroGuia', inserted.numero_guia, 'estado', 'CREADA'), @requestId::text`;
 
-type Param = 'day' | 'n' | 'empresa' | 'sucursal' | 'modo' | 'requestId' | 'guias' | 'numero' | 'destinatario' | 'paquete' | 'referencia' | 'extra' | 'eventId';
+type Param =
+  | ChargeParam
+  | 'sucursal'
+  | 'modo'
+  | 'requestId'
+  | 'guias'
+  | 'numero'
+  | 'destinatario'
+  | 'paquete'
+  | 'referencia'
+  | 'extra'
+  | 'eventId'
+  | 'eventData';
 
 function statement(template: string): { text: string; params: Param[] } {
   const params: Param[] = [];
@@ -65,18 +68,22 @@ function statement(template: string): { text: string; params: Param[] } {
   return { text, params };
 }
 
-function creation(live: boolean, one: boolean): { text: string; params: Param[] } {
+function creation(live: boolean, one: boolean): { name: string; text: string; params: Param[] } {
   const rows = one
     ? `select @numero::text, @empresa::uuid, @sucursal::uuid, @modo::text, 'CREADA', @destinatario::jsonb, @paquete::jsonb,
         @referencia::text, @extra::jsonb ${live ? 'from charged' : ''}`
     : `select numero_guia, @empresa::uuid, @sucursal::uuid, @modo::text, 'CREADA', destinatario, paquete, referencia, extra
       from input ${live ? 'where exists (select 1 from charged)' : ''} order by ord`;
+  const event = `@empresa::uuid, @sucursal::uuid, 'GUIA_CREADA'`;
   const events = !live
     ? ''
-    : `, events as (insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id)
-        ${one ? `select @eventId::uuid, ${EVENT} from inserted` : `select input.evento_id, ${EVENT} from input join inserted using (numero_guia)`})`;
-  return statement(`/*prepared:svc_create_guias_${live ? 'live' : 'test'}_${one ? 'one' : 'many'}*/
-with ${live ? CHARGED : ''} ${one ? '' : INPUT}
+    : `, events as (${outboxInsert(
+        one
+          ? `select @eventId::uuid, ${event}, @eventData::jsonb, @requestId::text from inserted`
+          : `select input.evento_id, ${event}, input.evento_data, @requestId::text from input join inserted using (numero_guia)`,
+      )})`;
+  const { text, params } = statement(`
+with ${live ? `charged as (${CHARGE_SHIPMENTS}),` : ''} ${one ? '' : INPUT}
   inserted as (
     insert into guias (numero_guia, empresa_id, sucursal_id, modo, estado, destinatario, paquete, referencia, extra)
     ${rows}
@@ -88,6 +95,7 @@ with ${live ? CHARGED : ''} ${one ? '' : INPUT}
   )
   ${events}
 select numero_guia, created_at from inserted`);
+  return { name: `svc_create_guias_${live ? 'live' : 'test'}_${one ? 'one' : 'many'}`, text, params };
 }
 
 const CREATION = {
@@ -96,12 +104,12 @@ const CREATION = {
 };
 
 /**
- * Creates the shipments in ONE statement (a round trip is the dearest thing on the hot path):
- * for a live owner, the charge of `n` shipments to today's allowance and, unless the custom plan is
- * approved, `n` credits, as a conditional UPDATE whose row lock serialises concurrent creations of
- * the company until commit; then, only if it charged, the rows (status CREADA), their first history
- * entry and their GUIA_CREADA outbox events. Returns them in the order given, or [] when the charge
- * was refused (nothing written). Run it on its own (autocommit) or inside a transaction.
+ * Creates the shipments in ONE statement: for a live owner, the charge of `n` shipments to today's
+ * allowance and, unless the custom plan is approved, `n` credits, as a conditional UPDATE whose row
+ * lock serialises concurrent creations of the company until commit; then, only if it charged, the
+ * rows (status CREADA), their first history entry and their GUIA_CREADA outbox events. Returns them
+ * in the order given, or [] when the charge was refused (nothing written). Run it on its own
+ * (autocommit) or inside a transaction.
  */
 export async function insertShipments(
   trx: Db,
@@ -124,6 +132,7 @@ export async function insertShipments(
             ord,
             numero_guia: g.numeroGuia,
             evento_id: g.eventId,
+            evento_data: guiaCreadaData(g.numeroGuia),
             destinatario: g.destinatario,
             paquete: g.paquete,
             referencia: g.referencia,
@@ -136,10 +145,12 @@ export async function insertShipments(
     referencia: one?.referencia,
     extra: one?.extra ? JSON.stringify(one.extra) : null,
     eventId: one?.eventId,
+    eventData: one && JSON.stringify(guiaCreadaData(one.numeroGuia)),
   };
-  const { text, params } = CREATION[owner.modo][one ? 'one' : 'many'];
+  const { name, text, params } = CREATION[owner.modo][one ? 'one' : 'many'];
   const result = await trx.executeQuery<{ numero_guia: string; created_at: Date }>(
-    CompiledQuery.raw(
+    preparedQuery(
+      name,
       text,
       params.map((p) => values[p] ?? null),
     ),
@@ -154,32 +165,6 @@ export async function insertShipments(
 export function isNumeroGuiaTaken(err: unknown): boolean {
   const e = err as { code?: unknown; constraint?: unknown } | null;
   return e?.code === '23505' && typeof e.constraint === 'string' && e.constraint.includes('numero_guia');
-}
-
-export interface Allowance {
-  usedToday: number;
-  limiteDiario: number;
-  planActivo: boolean;
-  creditos: number;
-  planPersonalizado: PlanPersonalizado | null;
-}
-
-/** The company's allowance as of now: read after a refused charge, to say which limit refused it. */
-export async function readAllowance(trx: Db, empresaId: string, day: string): Promise<Allowance | undefined> {
-  const row = await trx
-    .selectFrom('empresas')
-    .select(['guias_hoy', 'guias_hoy_dia', 'limite_diario', 'plan_activo', 'creditos', 'plan_personalizado'])
-    .where('id', '=', empresaId)
-    .executeTakeFirst();
-  return (
-    row && {
-      usedToday: row.guias_hoy_dia === day ? row.guias_hoy : 0,
-      limiteDiario: row.limite_diario,
-      planActivo: row.plan_activo,
-      creditos: row.creditos,
-      planPersonalizado: row.plan_personalizado,
-    }
-  );
 }
 
 /** One page of the caller's shipments, newest first, strictly older than `beforeId` when given. */
@@ -220,13 +205,13 @@ export async function listHistory(db: Db, guiaId: string): Promise<HistoryEntry[
 }
 
 /** The shipment, locked until the transaction ends: concurrent transitions of it run one after another. */
-export async function lockShipment(trx: Db, numeroGuia: string): Promise<Guia | undefined> {
+export async function lockShipment(trx: Transaction, numeroGuia: string): Promise<Guia | undefined> {
   return trx.selectFrom('guias').selectAll().where('numero_guia', '=', numeroGuia).forUpdate().executeTakeFirst();
 }
 
 /** Moves the shipment to `estado` and records the event in its history. */
 export async function recordTransition(
-  trx: Db,
+  trx: Transaction,
   guiaId: string,
   entry: { estado: Estado; evento: ShipmentEvent; motivo: string | null; fechaEntrega: string | null },
 ): Promise<void> {

@@ -14,7 +14,7 @@ function send(res: Response, answer: CreateAnswer): void {
   res.status(answer.status).json(answer.body);
 }
 
-/** The shipment operations of `/api/v1` (operations.md, "Shipments"). */
+/** The shipment operations of `/api/v1`: create one or a batch (with Idempotency-Key), list, track. */
 export function mountShipmentRoutes(router: Router, deps: GatewayDeps): void {
   route(router, '/guias', {
     post: async (req, res) => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   AppError,
   guatemalaDay,
+  guiaCreadaData,
   secondsToGuatemalaMidnight,
   type Estado,
   type GuiaCreate,
@@ -13,8 +14,8 @@ import {
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
 import { insertEvents } from '../outbox/outbox.repository';
-import type { IdempotencyRequest } from '../idempotency/idempotency';
-import { claimKey, findAnswer, storeAnswer } from '../idempotency/idempotency.repository';
+import { idempotent, type IdempotencyRequest, type IdempotentAnswer } from '../idempotency/idempotency';
+import { readAllowance } from '../companies/company.repository';
 import { generateNumeroGuia, isPlausibleNumeroGuia } from './numero-guia';
 import { nextEstado } from './shipment-state';
 import {
@@ -24,7 +25,6 @@ import {
   listShipments,
   listHistory,
   lockShipment,
-  readAllowance,
   recordTransition,
   type ShipmentScope,
 } from './shipment.repository';
@@ -71,20 +71,15 @@ export function scopeOf(p: Principal): ShipmentScope {
   return { empresaId: p.empresa.id, modo: p.modo, sucursalId: p.sucursal?.id ?? null };
 }
 
-export interface CreateAnswer {
-  status: number;
-  body: unknown;
-  /** True when the answer is the stored one of an earlier request with the same key. */
-  replayed: boolean;
-}
+export type CreateAnswer = IdempotentAnswer;
 
 /** A rare collision of generated numbers is retried with new ones, the whole transaction again. */
 const MAX_ATTEMPTS = 4;
 
 /**
  * Creates the shipments, all or none: the charge of the daily allowance and the credits, the rows
- * and their GUIA_CREADA events (live only) in one statement; with an Idempotency-Key, that statement
- * runs in the transaction that claims the key and stores the answer.
+ * and their GUIA_CREADA events (live only) in one statement; with an Idempotency-Key, the
+ * idempotency protocol runs that statement at most once per key and body (`idempotent`).
  */
 export async function createShipments(
   deps: Deps,
@@ -118,24 +113,7 @@ export async function createShipments(
       return { success: true, data: shape === 'single' ? views[0] : { guias: views } };
     };
     try {
-      let answer: CreateAnswer;
-      if (!idem) {
-        // One statement is its own transaction: the cheapest way to be all-or-nothing.
-        answer = { status: 201, body: await insert(db), replayed: false };
-      } else {
-        answer = await db.transaction().execute(async (trx): Promise<CreateAnswer> => {
-          if (!(await claimKey(trx, idem.scope, idem.key, idem.requestHash))) {
-            const stored = await findAnswer(trx, idem.scope, idem.key);
-            if (!stored || stored.requestHash !== idem.requestHash || stored.statusCode === null || stored.body === null) {
-              throw new AppError('IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was already used with a different body');
-            }
-            return { status: stored.statusCode, body: JSON.parse(stored.body) as unknown, replayed: true };
-          }
-          const body = await insert(trx);
-          await storeAnswer(trx, idem.scope, idem.key, 201, JSON.stringify(body));
-          return { status: 201, body, replayed: false };
-        });
-      }
+      const answer = await idempotent(db, idem, async (q) => ({ status: 201, body: await insert(q) }));
       if (!answer.replayed) {
         metrics.shipmentsCreated.inc({ modo: owner.modo }, items.length);
         if (live) {
@@ -145,7 +123,7 @@ export async function createShipments(
               evento: 'GUIA_CREADA',
               empresaId: owner.empresaId,
               sucursalId: owner.sucursalId,
-              data: { numeroGuia: g.numeroGuia, estado: 'CREADA' },
+              data: guiaCreadaData(g.numeroGuia),
               requestId: ctx.requestId,
             })),
           );
@@ -167,7 +145,7 @@ async function refusal(deps: Deps, trx: Deps['db'], empresaId: string, n: number
   if (a.usedToday + n > a.limiteDiario) {
     deps.metrics.quotaRefusals.inc({ reason: 'daily_limit' });
     const left = Math.max(0, a.limiteDiario - a.usedToday);
-    // A 429 carries Retry-After (operations.md); for this one, the wait is until the reset.
+    // Every 429 carries Retry-After; for this one, the wait is until the reset.
     return new AppError(
       'DAILY_GUIDE_LIMIT',
       `daily shipment limit of ${a.limiteDiario} reached: ${left} left today, ${n} requested; it resets at midnight (UTC-6)`,
@@ -256,7 +234,7 @@ export async function tracking(deps: Pick<Deps, 'db'>, scope: ShipmentScope, num
   return {
     numeroGuia: guia.numero_guia,
     estado: guia.estado,
-    // Exactly the fields operations.md gives an entry; the delivery time a GUIA_ENTREGADA carried
+    // Exactly the fields of a history entry (estado, evento, fecha, motivo?); the delivery time a GUIA_ENTREGADA carried
     // stays stored with the entry, not shown (its `fecha` is when it was recorded).
     historial: history.map((h) => ({
       estado: h.estado,

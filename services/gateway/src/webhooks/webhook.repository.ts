@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db, Webhook } from '@svc/schema';
+import type { Db, Transaction, Webhook } from '@svc/schema';
 
 /** Which webhooks a caller may see: all of a company's, or (a branch token) the company's own and that branch's. */
 export interface WebhookScope {
@@ -9,16 +9,11 @@ export interface WebhookScope {
 }
 
 /**
- * Locks the company row until the transaction ends, so two concurrent creations cannot both see
- * nine active webhooks and both insert a tenth.
+ * Active webhooks of the company, its branches' included (the limit counts them all). Counted in
+ * the transaction that holds the company's lock (`lockCompany`), so the count stays true until
+ * the insert.
  */
-export async function lockCompany(trx: Db, empresaId: string): Promise<boolean> {
-  const row = await trx.selectFrom('empresas').select('id').where('id', '=', empresaId).forUpdate().executeTakeFirst();
-  return row !== undefined;
-}
-
-/** Active webhooks of the company, its branches' included (the limit counts them all). */
-export async function countActive(trx: Db, empresaId: string): Promise<number> {
+export async function countActive(trx: Transaction, empresaId: string): Promise<number> {
   const row = await trx
     .selectFrom('webhooks')
     .select((eb) => eb.fn.countAll<string>().as('n'))
@@ -29,7 +24,7 @@ export async function countActive(trx: Db, empresaId: string): Promise<number> {
 }
 
 export async function insertWebhook(
-  trx: Db,
+  trx: Transaction,
   w: { empresaId: string; sucursalId: string | null; url: string; secret: string; eventos: string[]; descripcion: string | null },
 ): Promise<Webhook> {
   return trx

@@ -68,7 +68,7 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
   });
 }
 
-/** The portal's action that gives a branch its own webhook (operations.md, internal routes). */
+/** The portal's action that gives a branch its own webhook (an internal route). */
 export function mountWebhookInternalRoutes(router: Router, deps: GatewayDeps): void {
   route(router, '/empresas/:id/sucursales/:sid/webhooks', {
     post: async (req, res) => {

@@ -1,30 +1,23 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError, isUuid, type Webhook, type WebhookCreate, type WebhookPatch } from '@svc/schema';
-import {
-  attemptDelivery,
-  insertPingDelivery,
-  lastAttemptPerWebhook,
-  latestDeliveries,
-  validateWebhookUrl,
-  type DeliveryRecord,
-  type LastAttempt,
-} from '@svc/webhook-sender';
+import { attemptDelivery, checkWebhookUrl } from '@svc/webhook-sender';
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
+import { lockCompany } from '../companies/company.repository';
+import { insertPingDelivery, lastAttemptPerWebhook, latestDeliveries, type Delivery, type LastAttempt } from './delivery.repository';
 import {
   countActive,
   deactivateWebhook,
   findWebhook,
   insertWebhook,
   listActiveWebhooks,
-  lockCompany,
   updateWebhook,
   type WebhookScope,
 } from './webhook.repository';
 
 type Deps = Pick<GatewayDeps, 'db' | 'sender' | 'logger'>;
 
-/** Active webhooks per company, its branches' included (courier-api.md, Limits). */
+/** Active webhooks per company, its branches' included: the contract's limit. */
 export const MAX_ACTIVE_WEBHOOKS = 10;
 /** The detail's window of deliveries. */
 export const DETAIL_DELIVERIES = 20;
@@ -42,7 +35,7 @@ export function scopeOf(p: Principal): WebhookScope {
   return { empresaId: p.empresa.id, sucursalId: p.sucursal?.id ?? null };
 }
 
-/** Creating, updating, deactivating and testing webhooks belong to the head account (operations.md). */
+/** Creating, updating, deactivating and testing webhooks belong to the head account: a branch token gets 403. */
 export function requireHead(p: Principal): void {
   if (p.sucursal) throw new AppError('FORBIDDEN', 'a branch token cannot manage webhooks; use the company token');
 }
@@ -65,7 +58,7 @@ function presentLast(last: LastAttempt | undefined) {
   return last ? { exitoso: last.exitoso, statusCode: last.statusCode, fecha: last.fecha.toISOString() } : null;
 }
 
-function presentDelivery(d: DeliveryRecord) {
+function presentDelivery(d: Delivery) {
   return {
     id: d.id,
     evento: d.evento,
@@ -88,6 +81,13 @@ export function presentUpdated(w: Webhook) {
   };
 }
 
+/** The URL as it is stored and sent to, or 400 INVALID_URL with the rule it breaks. */
+function acceptedUrl(url: string): string {
+  const check = checkWebhookUrl(url);
+  if (!check.ok) throw new AppError('INVALID_URL', check.reason);
+  return check.url;
+}
+
 // ---- operations ----------------------------------------------------------------------------------
 
 /**
@@ -100,7 +100,7 @@ export async function createWebhook(
   body: WebhookCreate,
 ): Promise<ReturnType<typeof presentCreated>> {
   // Stored as the URL parser normalises it: the very form the sender will connect to.
-  const url = validateWebhookUrl(body.url);
+  const url = acceptedUrl(body.url);
   const secret = generateSecret();
   const webhook = await deps.db.transaction().execute(async (trx) => {
     if (!(await lockCompany(trx, owner.empresaId))) throw new AppError('NOT_FOUND', 'no such company');
@@ -154,7 +154,7 @@ export async function webhookDetail(deps: Deps, scope: WebhookScope, id: string)
 }
 
 export async function patchWebhook(deps: Deps, scope: WebhookScope, id: string, body: WebhookPatch) {
-  const url = body.url === undefined ? undefined : validateWebhookUrl(body.url);
+  const url = body.url === undefined ? undefined : acceptedUrl(body.url);
   const current = await requireWebhook(deps, scope, id);
   const fields: { url?: string; eventos?: string[]; descripcion?: string | null } = {};
   if (url !== undefined) fields.url = url;

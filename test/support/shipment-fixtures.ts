@@ -1,6 +1,7 @@
-import pg from 'pg';
-import type { TestGateway } from '../../../test/support/test-gateway';
-import { bearer } from '../../../test/support/test-gateway';
+import type pg from 'pg';
+import { bearer, type TestGateway } from './test-gateway';
+
+// Shipments through the public API and the portal, for the gateway's and the dispatcher's tests alike.
 
 /** A valid shipment body; `n` makes each one recognisable. */
 export function guia(n = 1, extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -23,11 +24,6 @@ export function createBatch(gw: TestGateway, token: string, guias: unknown[], ke
 
 export function moveOn(gw: TestGateway, numeroGuia: string, body: Record<string, unknown>) {
   return gw.admin('post', `/guias/${encodeURIComponent(numeroGuia)}/eventos`, body);
-}
-
-/** Direct SQL on the test's database: to read what the API does not show, and to age rows. */
-export function sqlPool(url: string): pg.Pool {
-  return new pg.Pool({ connectionString: url, max: 2 });
 }
 
 export async function count(pool: pg.Pool, query: string, params: unknown[] = []): Promise<number> {

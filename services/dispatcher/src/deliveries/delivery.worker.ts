@@ -1,18 +1,11 @@
 import type { Job } from 'bullmq';
 import type { Logger } from '@svc/observability';
-import { DELIVERY_MAX_ATTEMPTS, type Db, type DeliveryJob, type DeliveryState } from '@svc/schema';
-import {
-  abandonDelivery,
-  attemptDelivery,
-  findDeliveryTargets,
-  recordAttempts,
-  type AttemptRecord,
-  type DeliveryTarget,
-  type WebhookSender,
-} from '@svc/webhook-sender';
-import { createMicroBatcher } from './micro-batch';
-import type { DispatcherMetrics } from './observability/dispatcher-metrics';
-import { findWebhookTargets, type WebhookTarget } from './webhook.repository';
+import { DELIVERY_MAX_ATTEMPTS, JOBS, validPayload, type Db, type DeliveryJob, type DeliveryState } from '@svc/schema';
+import { attemptDelivery, type WebhookSender } from '@svc/webhook-sender';
+import { createMicroBatcher } from '../support/micro-batch';
+import type { DispatcherMetrics } from '../observability/dispatcher-metrics';
+import { findWebhookTargets, type WebhookTarget } from '../webhooks/webhook.repository';
+import { abandonDelivery, findDeliveryStates, recordAttempts, type AttemptRecord } from './delivery.repository';
 
 /** How long a webhook's url, secret and state are reused for first attempts without reading them again. */
 export const WEBHOOK_CACHE_MS = 1000;
@@ -29,7 +22,7 @@ export class AttemptFailedError extends Error {
 }
 
 export interface DeliveryProcessor {
-  process(job: Job<DeliveryJob>): Promise<DeliveryStep>;
+  process(job: Job<unknown>): Promise<DeliveryStep>;
   drain(): Promise<void>;
 }
 
@@ -60,6 +53,13 @@ export function createDeliveryProcessor(deps: {
     },
     { maxBatch: 500, maxInFlight: 2 },
   );
+  const states = createMicroBatcher<string, DeliveryState | undefined>(
+    async (ids) => {
+      const found = await findDeliveryStates(db, [...new Set(ids)]);
+      return ids.map((id) => found.get(id));
+    },
+    { maxBatch: 500, maxInFlight: 2 },
+  );
   const cache = new Map<string, { at: number; target: WebhookTarget | undefined }>();
   const cachedWebhook = async (id: string): Promise<WebhookTarget | undefined> => {
     const hit = cache.get(id);
@@ -70,13 +70,6 @@ export function createDeliveryProcessor(deps: {
     return target;
   };
 
-  const deliveries = createMicroBatcher<string, DeliveryTarget | undefined>(
-    async (ids) => {
-      const found = await findDeliveryTargets(db, [...new Set(ids)]);
-      return ids.map((id) => found.get(id));
-    },
-    { maxBatch: 500, maxInFlight: 2 },
-  );
   const recorder = createMicroBatcher<AttemptRecord, boolean>(
     async (attempts) => {
       const changed = await recordAttempts(db, attempts);
@@ -101,20 +94,20 @@ export function createDeliveryProcessor(deps: {
     );
   };
 
-  async function process(job: Job<DeliveryJob>): Promise<DeliveryStep> {
-    const d = job.data;
+  async function process(job: Job<unknown>): Promise<DeliveryStep> {
+    const d = validPayload(JOBS.delivery, job);
     const attempt = job.attemptsMade + 1;
     const maxAttempts = job.opts.attempts ?? DELIVERY_MAX_ATTEMPTS;
 
     const firstRun = job.attemptsMade === 0 && (job.attemptsStarted ?? 1) <= 1;
-    let target: Pick<WebhookTarget, 'url' | 'secret' | 'activo'> | undefined;
+    let target: WebhookTarget | undefined;
     if (firstRun) {
       target = await cachedWebhook(d.webhookId);
     } else {
-      const current = await deliveries.submit(d.deliveryId);
+      const [estado, current] = await Promise.all([states.submit(d.deliveryId), webhooks.submit(d.webhookId)]);
       // Already ended: the run that crashed had sent and recorded it. Never send twice knowingly.
-      if (current && current.estado !== 'pendiente') return 'duplicate';
-      target = current;
+      if (estado !== undefined && estado !== 'pendiente') return 'duplicate';
+      target = estado === undefined ? undefined : current;
     }
     if (!target) {
       logger.warn({ deliveryId: d.deliveryId, eventId: d.eventId, webhookId: d.webhookId }, 'delivery or webhook not found; dropped');
@@ -161,7 +154,7 @@ export function createDeliveryProcessor(deps: {
   return {
     process,
     async drain() {
-      await Promise.all([webhooks.drain(), deliveries.drain()]);
+      await Promise.all([webhooks.drain(), states.drain()]);
       await recorder.drain();
     },
   };

@@ -1,20 +1,21 @@
 import type { Job, Queue } from 'bullmq';
-import { JOBS, type Db, type DeliveryJob, type ShipmentEventJob } from '@svc/schema';
-import { createMicroBatcher } from './micro-batch';
-import { fanOutDeliveries } from './webhook.repository';
+import { bulkJobs, JOBS, validPayload, type Db, type DeliveryJob, type ShipmentEventJob } from '@svc/schema';
+import { createMicroBatcher } from '../support/micro-batch';
+import { insertDeliveries } from '../deliveries/delivery.repository';
+import { subscribedWebhooks } from '../webhooks/webhook.repository';
 
 export interface FanOut {
   /** The processor of the shipment-events queue: resolves with the number of deliveries queued. */
-  process(job: Job<ShipmentEventJob>): Promise<number>;
+  process(job: Job<unknown>): Promise<number>;
   drain(): Promise<void>;
 }
 
 /**
  * Turns each event into one delivery per routed, subscribed, active webhook: a row in `entregas`
- * (deterministic id, so a re-run finds the same rows) and a job in the deliveries queue (job id =
- * delivery id, so a re-add is a no-op), so that each webhook's retries are its own. Events taken
- * together are handled in one batch: one statement, one addBulk. A failure fails the batch's jobs,
- * and BullMQ retries them.
+ * (unique per event and webhook, so a re-run finds the same rows) and a job in the deliveries
+ * queue (job id = delivery id, so a re-add is a no-op), so that each webhook's retries are its own.
+ * Events taken together are handled in one batch: one statement, one addBulk. A failure fails the
+ * batch's jobs, and BullMQ retries them.
  */
 export function createFanOut(deps: { db: Db; deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk'> }): FanOut {
   const { db, deliveryQueue } = deps;
@@ -23,12 +24,12 @@ export function createFanOut(deps: { db: Db; deliveryQueue: Pick<Queue<DeliveryJ
     async (events) => {
       // A stalled job can be run twice at once; one entry per event is enough.
       const byId = new Map(events.map((e) => [e.eventId, e]));
-      const pending = await fanOutDeliveries(db, [...byId.values()]);
+      const pending = await insertDeliveries(db, subscribedWebhooks([...byId.values()]));
       const perEvent = new Map<string, number>();
-      const jobs = pending.map((p) => {
+      const deliveries = pending.map((p): DeliveryJob => {
         const event = byId.get(p.eventId)!;
         perEvent.set(p.eventId, (perEvent.get(p.eventId) ?? 0) + 1);
-        const data: DeliveryJob = {
+        return {
           deliveryId: p.deliveryId,
           webhookId: p.webhookId,
           eventId: p.eventId,
@@ -37,16 +38,15 @@ export function createFanOut(deps: { db: Db; deliveryQueue: Pick<Queue<DeliveryJ
           committedAt: event.committedAt,
           requestId: event.requestId,
         };
-        return { name: JOBS.delivery.name, data, opts: { ...JOBS.delivery.options, jobId: p.deliveryId } };
       });
-      if (jobs.length > 0) await deliveryQueue.addBulk(jobs);
+      if (deliveries.length > 0) await deliveryQueue.addBulk(bulkJobs(JOBS.delivery, deliveries));
       return events.map((e) => perEvent.get(e.eventId) ?? 0);
     },
     { maxBatch: 200, maxInFlight: 2 },
   );
 
   return {
-    process: (job) => batcher.submit(job.data),
+    process: (job) => batcher.submit(validPayload(JOBS.shipmentEvent, job)),
     drain: () => batcher.drain(),
   };
 }

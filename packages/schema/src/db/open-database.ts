@@ -1,0 +1,27 @@
+import type pg from 'pg';
+import type { CommonSettings } from '../settings';
+import { createDb, createPool, type Db } from './database';
+
+/**
+ * Where `openDatabase` puts the pool's close: @svc/observability's StopStack, taken by its shape so
+ * that this package does not depend on that one.
+ */
+export interface UndoStack {
+  push(name: string, step: () => Promise<unknown>): void;
+}
+
+/**
+ * A service's Postgres: the pool (`DB_POOL_SIZE` connections, shown as `applicationName` in
+ * pg_stat_activity; readiness checks query it), the kysely instance over it, and their close on
+ * `undo` as the step `db`.
+ */
+export function openDatabase(
+  settings: Pick<CommonSettings, 'databaseUrl' | 'dbPoolSize'>,
+  applicationName: string,
+  undo: UndoStack,
+): { pool: pg.Pool; db: Db } {
+  const pool = createPool({ connectionString: settings.databaseUrl, max: settings.dbPoolSize, applicationName });
+  const db = createDb(pool);
+  undo.push('db', () => db.destroy());
+  return { pool, db };
+}

@@ -1,0 +1,55 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Db, ShipmentEvent } from '@svc/schema';
+
+/** The dispatcher's reads of `webhooks`: where an event goes, and where and how to send it. */
+
+export interface RoutableEvent {
+  eventId: string;
+  evento: ShipmentEvent;
+  empresaId: string;
+  /** The branch that generated the event, or null for the company. */
+  sucursalId: string | null;
+}
+
+/**
+ * The rows `(event_id uuid, evento text, webhook_id uuid)`: each event with every active webhook it
+ * goes to, as a fragment for the statement that records the deliveries (one round trip per batch).
+ *
+ * Routing: an event of the company reaches the webhooks with no branch; an event of a branch
+ * reaches those and the branch's own (`sucursal_id = null` never matches, so a company event skips
+ * branch webhooks). Subscription: an empty `eventos` takes every event.
+ */
+export function subscribedWebhooks(events: readonly RoutableEvent[]): RawBuilder<unknown> {
+  return sql`
+    select ev.event_id, ev.evento, w.id as webhook_id
+    from unnest(
+      ${sql.val(events.map((e) => e.eventId))}::uuid[],
+      ${sql.val(events.map((e) => e.evento))}::text[],
+      ${sql.val(events.map((e) => e.empresaId))}::uuid[],
+      ${sql.val(events.map((e) => e.sucursalId))}::uuid[]
+    ) as ev(event_id, evento, empresa_id, sucursal_id)
+    join webhooks w
+      on w.empresa_id = ev.empresa_id
+     and w.activo
+     and (w.sucursal_id is null or w.sucursal_id = ev.sucursal_id)
+     and (cardinality(w.eventos) = 0 or ev.evento = any(w.eventos))`;
+}
+
+export interface WebhookTarget {
+  id: string;
+  url: string;
+  /** The signing key: never log it. */
+  secret: string;
+  activo: boolean;
+}
+
+/** The targets of a batch of webhooks, in one query; unknown ids are simply absent. */
+export async function findWebhookTargets(db: Db, ids: readonly string[]): Promise<Map<string, WebhookTarget>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('webhooks')
+    .select(['id', 'url', 'secret', 'activo'])
+    .where('id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
+    .execute();
+  return new Map(rows.map((r) => [r.id, r]));
+}
