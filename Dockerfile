@@ -25,7 +25,7 @@ COPY . .
 # packages (@svc/schema, @svc/observability...) copied in as real directories. No dev tooling.
 # --legacy: the workspace links its packages instead of injecting them (pnpm 10's default deploy
 # needs inject-workspace-packages).
-RUN pnpm --filter "@svc/${SERVICE}" --prod deploy --legacy --offline --store-dir /pnpm/store /out
+RUN pnpm --filter @svc/${SERVICE} --prod deploy --legacy --offline --store-dir /pnpm/store /out
 
 FROM ${NODE_IMAGE} AS runtime
 # Every port the service listens on (EXPOSE documents them).

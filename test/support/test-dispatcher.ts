@@ -67,7 +67,7 @@ export interface DispatcherFixtureOptions {
  */
 export interface DispatcherFixture extends GatewayFixture {
   receiver: Receiver;
-  /** The first dispatcher started with the fixture; throws if it was started with `dispatchers: 0`. */
+  /** The first dispatcher started (with the fixture, or by `addDispatcher()`); throws while there is none. */
   readonly dispatcher: TestDispatcher;
   /** Another dispatcher on the same database and prefix (only the options given here apply to it). */
   addDispatcher(opts?: DispatcherInstanceOptions): Promise<TestDispatcher>;
@@ -105,7 +105,7 @@ export async function startDispatcherFixture(label: string, opts: DispatcherFixt
     ...base,
     receiver: base.receiver!,
     get dispatcher() {
-      if (!first) throw new Error('no dispatcher started with the fixture (dispatchers: 0): use addDispatcher()');
+      if (!first) throw new Error('no dispatcher started yet (dispatchers: 0): use addDispatcher()');
       return first;
     },
     addDispatcher,
