@@ -13,7 +13,7 @@ import { dropPrefix, uniquePrefix } from '../support/redis-prefix';
 /**
  * The project tried from outside, as an operator and an integrator would, through the two documents
  * only: `pnpm start` on a database that does not exist yet, the portal's internal routes, the public
- * API, a signed delivery to an HTTPS receiver on loopback (operations.md's test settings), tracking,
+ * API, a signed delivery to an HTTPS receiver on loopback (the test settings DISPATCH_HOST_MAP, DISPATCH_ALLOW_CIDRS and a test CA), tracking,
  * token rotation, both metrics ports, one request id followed through both services' logs, no token
  * or secret in any log line, and a graceful stop on SIGINT.
  */

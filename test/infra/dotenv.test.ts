@@ -9,7 +9,7 @@ import { TEST_REDIS_URL } from '../support/env';
 import { startReceiver, TEST_CERT_DIR, type Receiver } from '../support/https-receiver';
 
 /**
- * operations.md: "Settings come from the environment; a `.env` file ... is read when present", and
+ * The operator's contract: settings come from the environment, and a `.env` file at the root is read when present;
  * NODE_EXTRA_CA_CERTS is one of the settings. Node applies that variable only when the process
  * starts, so a value from `.env` has to reach the sender another way; here a gateway whose every
  * setting comes from `.env` (none from the environment) PINGs an HTTPS receiver signed by the test CA.

@@ -5,7 +5,7 @@ import { dropPrefix, uniquePrefix } from '../support/redis-prefix';
 import { TEST_REDIS_URL } from '../support/env';
 
 /**
- * operations.md: `pnpm start` and `pnpm --filter <service> start` stop gracefully on SIGINT or
+ * The operator's contract: `pnpm start` and `pnpm --filter <service> start` stop gracefully on SIGINT or
  * SIGTERM. A supervisor (docker, systemd, a test harness, `timeout`) signals the one process it
  * started, pnpm, not the whole process group; pnpm passes the signal to its script's shell only, so
  * every shell in between must `exec` its command, or the services never hear the signal and keep

@@ -2,6 +2,7 @@ import { Queue, UnrecoverableError, type ConnectionOptions, type Job, type JobsO
 import { ESTADOS, SHIPMENT_EVENTS, type ShipmentEvent, type ShipmentEventData } from './events';
 import { AppError } from './errors';
 import { compile, type Validator } from './requests/validator';
+import type { OutboxRow } from './db/types';
 
 /**
  * The job catalog: every kind of job by name, with its queue, payload, options and job id. The
@@ -23,9 +24,14 @@ export interface ShipmentEventJob {
   requestId: string | null;
 }
 
-/** One delivery of one event to one webhook. Job id = delivery id; retries are the queue's. */
+/**
+ * One attempt of one delivery of one event to one webhook. Job id = delivery id and attempt
+ * number, so each attempt is queued once however often it is re-added.
+ */
 export interface DeliveryJob {
   deliveryId: string;
+  /** 1..DELIVERY_MAX_ATTEMPTS. The record in Postgres counts attempts; this names the job. */
+  attempt: number;
   webhookId: string;
   eventId: string;
   evento: ShipmentEvent;
@@ -34,7 +40,26 @@ export interface DeliveryJob {
   requestId: string | null;
 }
 
+/** Attempts of one delivery (the contract's 3: at once, then 1 s and 2 s after the previous ended). */
+/** The job of an event as the outbox row records it (committed at the row's creation). */
+export function eventJobOf(
+  row: Pick<OutboxRow, 'id' | 'evento' | 'empresa_id' | 'sucursal_id' | 'data' | 'created_at' | 'request_id'>,
+): ShipmentEventJob {
+  return {
+    eventId: row.id,
+    evento: row.evento,
+    empresaId: row.empresa_id,
+    sucursalId: row.sucursal_id,
+    data: row.data,
+    committedAt: row.created_at.toISOString(),
+    requestId: row.request_id,
+  };
+}
+
 export const DELIVERY_MAX_ATTEMPTS = 3;
+
+/** The wait after the end of attempt `attempt` before the next one: 1 s, then 2 s. */
+export const retryDelayMs = (attempt: number): number => 1000 * 2 ** (attempt - 1);
 
 export interface JobContract<Payload> {
   queue: string;
@@ -91,18 +116,21 @@ export const JOBS = {
     queue: 'webhook-deliveries',
     name: 'webhook-delivery',
     options: {
-      // Attempt 1 at once, attempt 2 one second after attempt 1 ends, attempt 3 two seconds after
-      // attempt 2 ends: exponential backoff of 1000 ms gives exactly 1000 * 2^(n-1).
-      attempts: DELIVERY_MAX_ATTEMPTS,
+      // A receiver's failure never fails the job: the worker records the attempt and queues the
+      // next one itself (retryDelayMs). BullMQ's retries are for Postgres or Redis failing around
+      // the send: 1 s doubling to about 4 min in all, spending none of the delivery's 3 attempts;
+      // past them, the reconciler queues the delivery again from Postgres.
+      attempts: 9,
       backoff: { type: 'exponential', delay: 1000 },
       removeOnComplete: { age: 3600, count: 10000 },
       removeOnFail: { age: 24 * 3600, count: 10000 },
     },
-    jobId: (p) => p.deliveryId,
+    // BullMQ refuses ':' in a custom id.
+    jobId: (p) => `${p.deliveryId}.${p.attempt}`,
     validate: compile<DeliveryJob>({
       type: 'object',
-      properties: { ...common, deliveryId: uuid, webhookId: uuid },
-      required: ['deliveryId', 'webhookId', 'eventId', 'evento', 'data', 'committedAt', 'requestId'],
+      properties: { ...common, deliveryId: uuid, attempt: { type: 'integer', minimum: 1, maximum: DELIVERY_MAX_ATTEMPTS }, webhookId: uuid },
+      required: ['deliveryId', 'attempt', 'webhookId', 'eventId', 'evento', 'data', 'committedAt', 'requestId'],
       additionalProperties: false,
     }),
   } satisfies JobContract<DeliveryJob>,

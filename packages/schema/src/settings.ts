@@ -80,8 +80,8 @@ export class SettingsReader {
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**
- * The settings every service reads, under the same names and defaults (operations.md, "Start and
- * settings"); each service's config spreads these and adds its own.
+ * The settings every service reads, under the same names and defaults (the README's settings
+ * table); each service's config spreads these and adds its own.
  */
 export interface CommonSettings {
   /** DATABASE_URL: the Postgres connection. Default `postgres://postgres@127.0.0.1:5432/svc`. */

@@ -13,6 +13,7 @@ const event: ShipmentEventJob = {
 
 const delivery: DeliveryJob = {
   deliveryId: '9d8c7b6a-5f4e-4d3c-8b2a-1a2b3c4d5e6f',
+  attempt: 2,
   webhookId: '1f2e3d4c-5b6a-4978-8a9b-0c1d2e3f4a5b',
   eventId: event.eventId,
   evento: event.evento,
@@ -27,7 +28,7 @@ describe('the job catalog', () => {
       { name: 'shipment-event', data: event, opts: { ...JOBS.shipmentEvent.options, jobId: event.eventId } },
     ]);
     expect(bulkJobs(JOBS.delivery, [delivery])).toEqual([
-      { name: 'webhook-delivery', data: delivery, opts: { ...JOBS.delivery.options, jobId: delivery.deliveryId } },
+      { name: 'webhook-delivery', data: delivery, opts: { ...JOBS.delivery.options, jobId: `${delivery.deliveryId}.2` } },
     ]);
   });
 
@@ -46,6 +47,7 @@ describe('the job catalog', () => {
     ['a field missing', { ...delivery, webhookId: undefined }, /webhookId is required/],
     ['an unknown event', { ...delivery, evento: 'GUIA_PERDIDA' }, /evento must be one of/],
     ['a bad id', { ...delivery, deliveryId: 'not-a-uuid' }, /deliveryId/],
+    ['a fourth attempt', { ...delivery, attempt: 4 }, /attempt/],
     ['an extra field', { ...delivery, secret: 'x' }, /secret is not an accepted field/],
     ['a bad status in data', { ...delivery, data: { numeroGuia: 'X', estado: 'PERDIDA' } }, /data.estado/],
   ])('fails a malformed delivery job for good (%s)', (_case, data, message) => {

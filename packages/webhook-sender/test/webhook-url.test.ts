@@ -1,6 +1,9 @@
 import { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH } from '@svc/webhook-sender';
 
-/** The creation/update-time URL rules of operations.md ("Deliveries"), one row per case. */
+/**
+ * The creation/update-time URL rules, one row per case: only absolute https:// URLs, no user info,
+ * not localhost, no IPv4 or IPv6 literal in a guarded range however spelled.
+ */
 
 /** The reason a URL is refused; fails the test when it is accepted. */
 function rejection(url: string): string {

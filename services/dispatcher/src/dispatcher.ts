@@ -6,12 +6,16 @@ import type { DispatcherConfig } from './config';
 import { createFanOut } from './fan-out/fan-out.worker';
 import { createDeliveryProcessor } from './deliveries/delivery.worker';
 import { createDispatcherMetrics, QUEUE_STATES, type DispatcherMetrics } from './observability/dispatcher-metrics';
+import { createReconciler, type Reconciler } from './reconcile/reconciler';
+import { oldestOverdueAge } from './deliveries/delivery.repository';
+import { oldestUnfannedAge } from './events/event.repository';
 
 const isUnrecoverable = (err: Error): boolean => err instanceof UnrecoverableError || err.name === 'UnrecoverableError';
 
 export interface RunningDispatcher {
   metricsPort: number;
   metrics: DispatcherMetrics;
+  reconciler: Reconciler;
   /** Undoes start in reverse order, each step on its own: in-flight deliveries finish first. */
   stop(): Promise<void>;
 }
@@ -54,16 +58,19 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     deliveryQueue.on('error', () => undefined);
     undo.push('queues', () => Promise.all([eventsQueue.close(), deliveryQueue.close()]));
 
-    const metrics = createDispatcherMetrics(async () => {
-      const [events, deliveries] = await Promise.all([
-        eventsQueue.getJobCounts(...QUEUE_STATES),
-        deliveryQueue.getJobCounts(...QUEUE_STATES),
-      ]);
-      return { [JOBS.shipmentEvent.queue]: events, [JOBS.delivery.queue]: deliveries };
+    const metrics = createDispatcherMetrics({
+      queueCounts: async () => {
+        const [events, deliveries] = await Promise.all([
+          eventsQueue.getJobCounts(...QUEUE_STATES),
+          deliveryQueue.getJobCounts(...QUEUE_STATES),
+        ]);
+        return { [JOBS.shipmentEvent.queue]: events, [JOBS.delivery.queue]: deliveries };
+      },
+      backlog: { oldestOverdueDelivery: () => oldestOverdueAge(db), oldestUnfannedEvent: () => oldestUnfannedAge(db) },
     });
 
     const fanOut = createFanOut({ db, deliveryQueue });
-    const deliveries = createDeliveryProcessor({ db, sender, metrics, logger });
+    const deliveries = createDeliveryProcessor({ db, sender, deliveryQueue, metrics, logger });
 
     const workerOptions = {
       connection: workerRedis,
@@ -90,19 +97,43 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     ] as const) {
       worker.on('error', (err) => logger.warn({ worker: name, err: err.message }, 'worker error'));
     }
-    // The fan-out's job id is its event id. A malformed job (UnrecoverableError) is failed for good.
-    fanOutWorker.on('failed', (job, err) => {
-      if (isUnrecoverable(err)) logger.error({ worker: 'fan-out', jobId: job?.id, err: err.message }, 'malformed job failed');
-      else logger.warn({ eventId: job?.id, err: err.message }, 'fan-out failed; will retry');
-    });
-    deliveryWorker.on('failed', (job, err) => {
-      if (isUnrecoverable(err)) logger.error({ worker: 'delivery', jobId: job?.id, err: err.message }, 'malformed job failed');
-    });
+    // A receiver's failure never fails a job (the worker records it), so every job that ends failed
+    // failed for another reason (a malformed payload, Postgres or Redis away past its retries): it
+    // is said at error level and counted; the reconciler queues its work again from Postgres.
+    for (const [queue, worker] of [
+      [JOBS.shipmentEvent.queue, fanOutWorker],
+      [JOBS.delivery.queue, deliveryWorker],
+    ] as const) {
+      worker.on('failed', (job, err) => {
+        const ids = { queue, jobId: job?.id, attemptsMade: job?.attemptsMade, err: err.message };
+        if (isUnrecoverable(err)) {
+          metrics.jobsFailed.inc({ queue, reason: 'malformed' });
+          logger.error(ids, 'malformed job failed');
+        } else if (job && job.attemptsMade < (job.opts.attempts ?? 1)) {
+          logger.warn(ids, 'job failed; will retry');
+        } else {
+          metrics.jobsFailed.inc({ queue, reason: 'retries_exhausted' });
+          logger.error(ids, 'job failed for good; the reconciler will queue its work again');
+        }
+      });
+    }
     // close() stops taking jobs and waits for those in flight; their batches commit before they end.
     undo.push('workers', async () => {
       await Promise.all([fanOutWorker.close(), deliveryWorker.close()]);
       await Promise.all([fanOut.drain(), deliveries.drain()]);
     });
+
+    const reconciler = createReconciler({
+      db,
+      eventsQueue,
+      deliveryQueue,
+      logger,
+      requeued: (kind, n) => metrics.reconcilerRequeued.inc({ kind }, n),
+      intervalMs: config.reconcileIntervalMs,
+      graceMs: config.reconcileGraceMs,
+    });
+    reconciler.start();
+    undo.push('reconciler', () => reconciler.stop());
 
     const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: commands }, undo);
 
@@ -110,7 +141,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     // while its first checks were still running would raise its late error with no one to hear it.
     await Promise.all([eventsQueue, deliveryQueue, fanOutWorker, deliveryWorker].map((q) => q.waitUntilReady()));
     logger.info({ metricsPort, concurrency: config.concurrency, prefix: config.redisPrefix }, 'dispatcher started');
-    return { metricsPort, metrics, stop };
+    return { metricsPort, metrics, reconciler, stop };
   } catch (err) {
     await stop();
     throw err;

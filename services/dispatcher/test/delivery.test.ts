@@ -187,10 +187,14 @@ describe('dispatcher: fan-out, signed delivery, retries', () => {
 
       const [row] = await until(`${path} recorded failed`, () => deliveriesOf(w.id), (r) => r[0]?.estado === 'fallida');
       expect(row).toMatchObject({ id: bodies[0]!.webhookId, exitoso: false, intentos: 3, status_code: status });
-      // No fourth attempt is scheduled: the job ended among the failed, its attempts spent.
-      const job = await deliveryQueue.getJob(row!.id);
-      expect(await job!.getState()).toBe('failed');
-      expect(job!.attemptsMade).toBe(3);
+      // One job per attempt, each run once; the third completed and no fourth is queued. A receiver's
+      // failure is recorded, never a failed job (those are for Postgres or Redis failing).
+      for (const attempt of [1, 2, 3]) {
+        const job = await deliveryQueue.getJob(`${row!.id}.${attempt}`);
+        expect(job === undefined ? 'removed' : await job.getState()).toMatch(/^(completed|removed)$/);
+        if (job) expect(job.attemptsMade).toBe(1);
+      }
+      expect(await deliveryQueue.getJob(`${row!.id}.4`)).toBeUndefined();
       expect(receiver.requestsTo(path)).toHaveLength(3);
 
       const detail = await gw.http.get(`/api/v1/webhooks/${w.id}`).set('Authorization', bearer(c.live));
@@ -246,7 +250,10 @@ describe('dispatcher: fan-out, signed delivery, retries', () => {
     }
     expect(text).toMatch(/svc_webhook_attempt_duration_seconds_count\{[^}]*\} [1-9]/);
     expect(text).toMatch(/svc_event_to_delivery_seconds_count\{[^}]*\} [1-9]/);
-    expect(text).toMatch(/svc_queue_jobs\{[^}]*queue="webhook-deliveries"[^}]*state="failed"[^}]*\} [1-9]/);
+    // Receivers failing fail no job: nothing has ended failed in the queues.
+    expect(text).toMatch(/svc_queue_jobs\{[^}]*queue="webhook-deliveries"[^}]*state="failed"[^}]*\} 0\n/);
+    expect(text).toMatch(/svc_oldest_overdue_delivery_seconds\{[^}]*\} [0-9.e+-]+\n/);
+    expect(text).toMatch(/svc_oldest_unfanned_event_seconds\{[^}]*\} [0-9.e+-]+\n/);
     for (const state of ['waiting', 'active', 'delayed']) {
       expect(text).toMatch(new RegExp(`svc_queue_jobs\\{[^}]*queue="shipment-events"[^}]*state="${state}"`));
     }

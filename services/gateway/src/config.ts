@@ -1,7 +1,7 @@
 import { loadSettings, type CommonSettings } from '@svc/schema';
 
 /**
- * Every setting of the gateway, parsed once at start (operations.md, "Start and settings"): the
+ * Every setting of the gateway, parsed once at start from the environment (and `.env`): the
  * common ones (@svc/schema's `CommonSettings`) and these.
  */
 export interface GatewayConfig extends CommonSettings {

@@ -18,7 +18,8 @@ const EVENTOS = [
 type Estado = (typeof ESTADOS)[number];
 type Evento = (typeof EVENTOS)[number];
 
-// operations.md, written out here independently of the implementation's table.
+// The courier's state machine as the operator's contract gives it, written out here independently
+// of the implementation's table.
 const ALLOWED: Record<Evento, Partial<Record<Estado, Estado>>> = {
   GUIA_RECOLECTADA: { CREADA: 'RECOLECTADA' },
   GUIA_EN_BODEGA: { RECOLECTADA: 'EN_BODEGA', INTENTO_FALLIDO: 'EN_BODEGA' },

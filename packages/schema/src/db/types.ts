@@ -78,6 +78,8 @@ export interface OutboxTable {
   created_at: Timestamp;
   /** Set once the relay has added the event to the queue. */
   enviado_en: NullableTimestamp;
+  /** When the dispatcher recorded the event's deliveries; null until then (the reconciler's cue). */
+  repartido_en: NullableTimestamp;
 }
 
 export interface WebhooksTable {
@@ -104,6 +106,8 @@ export interface EntregasTable {
   status_code: Generated<number>;
   intentos: Generated<number>;
   ultimo_intento_en: NullableTimestamp;
+  /** When the next attempt of a pending delivery is due; null once it has ended. */
+  proximo_intento_en: NullableTimestamp;
   created_at: Timestamp;
 }
 

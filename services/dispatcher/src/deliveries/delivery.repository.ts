@@ -10,42 +10,52 @@ export interface PendingDelivery {
   deliveryId: string;
   eventId: string;
   webhookId: string;
+  /** The number of its next attempt. */
+  attempt: number;
 }
 
 /**
  * One delivery per routed (event, webhook) pair (`routed`: rows of event_id, evento, webhook_id),
- * in one statement; returns every one of them still pending. A second run of the same fan-out (a
- * stalled job) meets the unique (evento_id, webhook_id) index and inserts nothing: the rows of the
- * first run come back from the snapshot the statement started with, so their jobs are queued again
- * under the same job ids (a no-op in Redis when they are still there).
+ * due at once, in one statement that also runs `alongside` (the fan-out marks its events there);
+ * returns every one of them still pending. A second run of the same fan-out (a stalled job, or
+ * the reconciler's re-queue) meets the unique (evento_id, webhook_id) index and inserts nothing:
+ * the rows of the first run come back from the snapshot the statement started with, so their jobs
+ * are queued again under the same job ids (a no-op in Redis when they are still there).
  */
-export async function insertDeliveries(db: Db, routed: RawBuilder<unknown>): Promise<PendingDelivery[]> {
-  const result = await sql<{ id: string; evento_id: string; webhook_id: string }>`
+export async function insertDeliveries(db: Db, routed: RawBuilder<unknown>, alongside: RawBuilder<unknown>): Promise<PendingDelivery[]> {
+  const result = await sql<{ id: string; evento_id: string; webhook_id: string; intentos: number }>`
     with routed as (${routed}),
+    alongside as (${alongside}),
     ins as (
-      insert into entregas (id, webhook_id, evento_id, evento)
-      select gen_random_uuid(), webhook_id, event_id, evento from routed
+      insert into entregas (id, webhook_id, evento_id, evento, proximo_intento_en)
+      select gen_random_uuid(), webhook_id, event_id, evento, now() from routed
       on conflict (evento_id, webhook_id) where evento_id is not null do nothing
-      returning id, evento_id, webhook_id
+      returning id, evento_id, webhook_id, intentos
     )
-    select id, evento_id, webhook_id from ins
+    select id, evento_id, webhook_id, intentos from ins
     union all
-    select e.id, e.evento_id, e.webhook_id
+    select e.id, e.evento_id, e.webhook_id, e.intentos
     from entregas e join routed r on e.evento_id = r.event_id and e.webhook_id = r.webhook_id
     where e.estado = 'pendiente'
   `.execute(db);
-  return result.rows.map((r) => ({ deliveryId: r.id, eventId: r.evento_id, webhookId: r.webhook_id }));
+  return result.rows.map((r) => ({ deliveryId: r.id, eventId: r.evento_id, webhookId: r.webhook_id, attempt: r.intentos + 1 }));
 }
 
-/** The state of each delivery of a batch, in one query; unknown ids are simply absent. */
-export async function findDeliveryStates(db: Db, ids: readonly string[]): Promise<Map<string, DeliveryState>> {
+export interface DeliveryProgress {
+  estado: DeliveryState;
+  /** Attempts made so far. */
+  intentos: number;
+}
+
+/** Where each delivery of a batch stands, in one query; unknown ids are simply absent. */
+export async function findDeliveryProgress(db: Db, ids: readonly string[]): Promise<Map<string, DeliveryProgress>> {
   if (ids.length === 0) return new Map();
   const rows = await db
     .selectFrom('entregas')
-    .select(['id', 'estado'])
+    .select(['id', 'estado', 'intentos'])
     .where('id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
     .execute();
-  return new Map(rows.map((r) => [r.id, r.estado]));
+  return new Map(rows.map((r) => [r.id, { estado: r.estado, intentos: r.intentos }]));
 }
 
 export interface AttemptRecord {
@@ -57,31 +67,35 @@ export interface AttemptRecord {
   at: Date;
   /** `pendiente` while retries remain, `exitosa` on a 2xx, `fallida` after the last attempt. */
   estado: DeliveryState;
+  /** When the next attempt is due (`pendiente` only). */
+  nextAt: Date | null;
 }
 
 /**
- * Records a batch of attempts in one UPDATE. Only pending rows change, so a duplicate run of a
- * delivery that already ended (a stalled job picked up twice) cannot overwrite its outcome.
- * `intentos` takes the attempt's number rather than adding one: a job re-run after a crash repeats
- * the same attempt, and the count stays within 1..3. Returns the ids that changed.
+ * Records a batch of attempts in one UPDATE. Only a pending row whose attempt this is changes, so
+ * a duplicate run (a stalled job picked up twice, a re-queue racing the original) cannot overwrite
+ * an outcome or count an attempt twice: `intentos` takes the attempt's number. Returns the ids
+ * that changed.
  */
 export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[]): Promise<Set<string>> {
   if (attempts.length === 0) return new Set();
   const result = await sql<{ id: string }>`
     update entregas as e set
-      intentos = greatest(e.intentos, v.intento),
+      intentos = v.intento,
       status_code = v.status_code,
       ultimo_intento_en = v.at,
       estado = v.estado,
-      exitoso = (v.estado = 'exitosa')
+      exitoso = (v.estado = 'exitosa'),
+      proximo_intento_en = v.next_at
     from unnest(
       ${sql.val(attempts.map((a) => a.id))}::uuid[],
       ${sql.val(attempts.map((a) => a.attempt))}::int[],
       ${sql.val(attempts.map((a) => a.statusCode))}::int[],
       ${sql.val(attempts.map((a) => a.at.toISOString()))}::timestamptz[],
-      ${sql.val(attempts.map((a) => a.estado))}::text[]
-    ) as v(id, intento, status_code, at, estado)
-    where e.id = v.id and e.estado = 'pendiente'
+      ${sql.val(attempts.map((a) => a.estado))}::text[],
+      ${sql.val(attempts.map((a) => a.nextAt?.toISOString() ?? null))}::timestamptz[]
+    ) as v(id, intento, status_code, at, estado, next_at)
+    where e.id = v.id and e.estado = 'pendiente' and e.intentos < v.intento
     returning e.id
   `.execute(db);
   return new Set(result.rows.map((r) => r.id));
@@ -91,10 +105,50 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
 export async function abandonDelivery(db: Db, id: string): Promise<boolean> {
   const row = await db
     .updateTable('entregas')
-    .set({ estado: 'fallida', exitoso: false })
+    .set({ estado: 'fallida', exitoso: false, proximo_intento_en: null })
     .where('id', '=', id)
     .where('estado', '=', 'pendiente')
     .returning('id')
     .executeTakeFirst();
   return row !== undefined;
+}
+
+export interface OverdueDelivery {
+  deliveryId: string;
+  webhookId: string;
+  eventId: string;
+  /** The number of its next attempt. */
+  attempt: number;
+}
+
+/**
+ * Claims pending deliveries whose next attempt is more than `graceMs` overdue, oldest first: their
+ * due time moves `graceMs` ahead, so that other reconcilers (and this one's next pass) leave them
+ * alone while their work is queued again. Rows locked by someone else are skipped.
+ */
+export async function claimOverdue(db: Db, graceMs: number, limit: number): Promise<OverdueDelivery[]> {
+  const grace = sql`make_interval(secs => ${graceMs / 1000})`;
+  const result = await sql<{ id: string; webhook_id: string; evento_id: string; intentos: number }>`
+    update entregas set proximo_intento_en = now() + ${grace}
+    where id in (
+      select id from entregas
+      where estado = 'pendiente' and proximo_intento_en < now() - ${grace} and evento_id is not null
+      order by proximo_intento_en
+      limit ${limit}
+      for update skip locked
+    )
+    returning id, webhook_id, evento_id, intentos
+  `.execute(db);
+  return result.rows.map((r) => ({ deliveryId: r.id, webhookId: r.webhook_id, eventId: r.evento_id, attempt: r.intentos + 1 }));
+}
+
+/** Age in seconds of the most overdue pending delivery (0 when none is due): a gauge. */
+export async function oldestOverdueAge(db: Db): Promise<number> {
+  const row = await db
+    .selectFrom('entregas')
+    .select(sql<string | null>`extract(epoch from now() - min(proximo_intento_en))`.as('age'))
+    .where('estado', '=', 'pendiente')
+    .where('proximo_intento_en', '<', sql<Date>`now()`)
+    .executeTakeFirstOrThrow();
+  return row.age === null ? 0 : Math.max(0, Number(row.age));
 }

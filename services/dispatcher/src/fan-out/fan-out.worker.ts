@@ -3,6 +3,7 @@ import { bulkJobs, JOBS, validPayload, type Db, type DeliveryJob, type ShipmentE
 import { createMicroBatcher } from '../support/micro-batch';
 import { insertDeliveries } from '../deliveries/delivery.repository';
 import { subscribedWebhooks } from '../webhooks/webhook.repository';
+import { markFannedOut } from '../events/event.repository';
 
 export interface FanOut {
   /** The processor of the shipment-events queue: resolves with the number of deliveries queued. */
@@ -12,8 +13,9 @@ export interface FanOut {
 
 /**
  * Turns each event into one delivery per routed, subscribed, active webhook: a row in `entregas`
- * (unique per event and webhook, so a re-run finds the same rows) and a job in the deliveries
- * queue (job id = delivery id, so a re-add is a no-op), so that each webhook's retries are its own.
+ * (unique per event and webhook, so a re-run finds the same rows), recorded in the statement that
+ * marks the event fanned out, and a job in the deliveries queue (job id = delivery id and attempt,
+ * so a re-add is a no-op), so that each webhook's retries are its own.
  * Events taken together are handled in one batch: one statement, one addBulk. A failure fails the
  * batch's jobs, and BullMQ retries them.
  */
@@ -24,13 +26,15 @@ export function createFanOut(deps: { db: Db; deliveryQueue: Pick<Queue<DeliveryJ
     async (events) => {
       // A stalled job can be run twice at once; one entry per event is enough.
       const byId = new Map(events.map((e) => [e.eventId, e]));
-      const pending = await insertDeliveries(db, subscribedWebhooks([...byId.values()]));
+      const unique = [...byId.values()];
+      const pending = await insertDeliveries(db, subscribedWebhooks(unique), markFannedOut([...byId.keys()]));
       const perEvent = new Map<string, number>();
       const deliveries = pending.map((p): DeliveryJob => {
         const event = byId.get(p.eventId)!;
         perEvent.set(p.eventId, (perEvent.get(p.eventId) ?? 0) + 1);
         return {
           deliveryId: p.deliveryId,
+          attempt: p.attempt,
           webhookId: p.webhookId,
           eventId: p.eventId,
           evento: event.evento,

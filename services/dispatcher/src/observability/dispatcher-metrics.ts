@@ -11,7 +11,14 @@ export type QueueCounts = () => Promise<Record<string, Partial<Record<QueueState
  * Every metric of the dispatcher, on its own registry (tests run several dispatchers in one
  * process). Labels hold bounded values only: event names, outcomes, attempt results, queue states.
  */
-export function createDispatcherMetrics(queueCounts?: QueueCounts) {
+/** Ages in seconds of the oldest work Postgres says is owed, read on each scrape (indexed). */
+export interface BacklogAges {
+  oldestOverdueDelivery(): Promise<number>;
+  oldestUnfannedEvent(): Promise<number>;
+}
+
+export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; backlog?: BacklogAges } = {}) {
+  const { queueCounts, backlog } = sources;
   const m = createServiceMetrics('dispatcher');
   const deliveries = m.counter('svc_webhook_deliveries_total', 'Deliveries that ended, by event and outcome (success or failure); counted once per delivery', ['evento', 'outcome']);
   const attempts = m.counter('svc_webhook_attempts_total', 'Delivery attempts, by result (2xx, 3xx, 4xx, 5xx, timeout, network, blocked)', ['result']);
@@ -27,8 +34,22 @@ export function createDispatcherMetrics(queueCounts?: QueueCounts) {
     }
   });
 
+  const jobsFailed = m.counter('svc_jobs_failed_total', 'Jobs that ended failed for a reason other than a receiver failing 3 attempts, by queue and reason (malformed, retries_exhausted)', ['queue', 'reason']);
+  const reconcilerRequeued = m.counter('svc_reconciler_requeued_total', 'Work queued again by the reconciler because Redis no longer held it, by kind (event, delivery)', ['kind']);
+  // Postgres away: the gauges keep their last values and /readyz reports the outage.
+  m.gauge('svc_oldest_overdue_delivery_seconds', 'How long the most overdue pending delivery has been due (0 when none)', [], async function () {
+    const age = await backlog?.oldestOverdueDelivery().catch(() => undefined);
+    if (age !== undefined) this.set(age);
+  });
+  m.gauge('svc_oldest_unfanned_event_seconds', 'Age of the oldest committed event not yet fanned out to its deliveries (0 when none)', [], async function () {
+    const age = await backlog?.oldestUnfannedEvent().catch(() => undefined);
+    if (age !== undefined) this.set(age);
+  });
+
   return {
     registry: m.registry,
+    jobsFailed,
+    reconcilerRequeued,
     deliveries,
     attempts,
     attemptDuration,

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import type { Logger } from 'pino';
+import type { Logger } from '@svc/observability';
 import { AppError, errorEnvelope } from '@svc/schema';
 import { isUnavailableError } from './unavailable';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Db, ShipmentEvent, ShipmentEventData, ShipmentEventJob, Transaction } from '@svc/schema';
+import { eventJobOf, type Db, type ShipmentEvent, type ShipmentEventData, type ShipmentEventJob, type Transaction } from '@svc/schema';
 
 export interface NewEvent {
   evento: ShipmentEvent;
@@ -61,15 +61,7 @@ export async function lockUnsent(trx: Transaction, minAgeMs: number, limit: numb
     .forUpdate()
     .skipLocked()
     .execute();
-  return rows.map((r) => ({
-    eventId: r.id,
-    evento: r.evento,
-    empresaId: r.empresa_id,
-    sucursalId: r.sucursal_id,
-    data: r.data,
-    committedAt: r.created_at.toISOString(),
-    requestId: r.request_id,
-  }));
+  return rows.map(eventJobOf);
 }
 
 export async function pendingStats(db: Db): Promise<{ pending: number; oldestAgeSeconds: number }> {

@@ -2,10 +2,12 @@ import type { Migration } from 'kysely';
 import * as foundation from './20261122080000_foundation';
 import * as shipments from './20261122080100_shipments';
 import * as webhooks from './20261122080200_webhooks';
+import * as reconciliation from './20261123090000_reconciliation';
 
 /** Every migration by its timestamped name; a static list so bundlers and test runners see them. */
 export const migrations: Record<string, Migration> = {
   '20261122080000_foundation': foundation,
   '20261122080100_shipments': shipments,
   '20261122080200_webhooks': webhooks,
+  '20261123090000_reconciliation': reconciliation,
 };

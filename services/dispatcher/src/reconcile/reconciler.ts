@@ -1,0 +1,151 @@
+import type { Queue } from 'bullmq';
+import type { Logger } from '@svc/observability';
+import { bulkJobs, JOBS, type Db, type DeliveryJob, type JobContract, type ShipmentEventJob } from '@svc/schema';
+import { claimOverdue } from '../deliveries/delivery.repository';
+import { findEvents, lockUnfanned } from '../events/event.repository';
+
+export interface Reconciler {
+  /** Looks every `intervalMs` from now on. */
+  start(): void;
+  /** One full pass now: how many events and deliveries it queued again. */
+  runOnce(): Promise<{ events: number; deliveries: number }>;
+  /** Waits for a pass in progress; no new one starts. */
+  stop(): Promise<void>;
+}
+
+export interface ReconcilerOptions {
+  db: Db;
+  eventsQueue: Pick<Queue<ShipmentEventJob>, 'addBulk' | 'getJobState' | 'remove'>;
+  deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk' | 'getJobState' | 'remove'>;
+  logger: Logger;
+  /** Counts what was queued again, by kind (event, delivery). */
+  requeued: (kind: 'event' | 'delivery', n: number) => void;
+  /** RECONCILE_INTERVAL_MS: how often it looks. */
+  intervalMs: number;
+  /** RECONCILE_GRACE_MS: how late an event's fan-out or a delivery's attempt must be to count as lost. */
+  graceMs: number;
+  /** Rows per statement. Default 500. */
+  batchSize?: number;
+}
+
+type Entry<P> = ReturnType<typeof bulkJobs<P>>[number];
+
+/**
+ * Queues again the entries whose job Redis no longer holds as work: a job that is missing (Redis
+ * lost it) is added; one that has finished (failed past its retries, or completed while the record
+ * says the work is still owed) is removed first, since BullMQ ignores an add under an id it still
+ * holds. A job still waiting, delayed or running is left alone. Returns how many were added.
+ */
+async function requeue<P>(
+  queue: Pick<Queue<P>, 'addBulk' | 'getJobState' | 'remove'>,
+  contract: JobContract<P>,
+  payloads: readonly P[],
+): Promise<number> {
+  const entries = bulkJobs(contract, payloads);
+  const states = await Promise.all(entries.map((e) => queue.getJobState(e.opts.jobId)));
+  const lost: Entry<P>[] = [];
+  for (const [i, entry] of entries.entries()) {
+    const state = states[i];
+    if (state === 'completed' || state === 'failed') await queue.remove(entry.opts.jobId);
+    if (state === 'completed' || state === 'failed' || state === 'unknown') lost.push(entry);
+  }
+  if (lost.length > 0) await queue.addBulk(lost as Parameters<typeof queue.addBulk>[0]);
+  return lost.length;
+}
+
+/**
+ * Rebuilds Redis's work list from Postgres, the record: events committed but not fanned out, and
+ * pending deliveries whose next attempt is overdue, each more than `graceMs` late. Any number of
+ * dispatchers run it at once: the events are locked (skip locked) while they are queued again, and
+ * overdue deliveries are claimed by moving their due time ahead. It never queues a delivery that
+ * has ended (only `pendiente` rows qualify), and a job queued twice is sent once: the delivery
+ * worker checks the record before it sends.
+ */
+export function createReconciler(options: ReconcilerOptions): Reconciler {
+  const { db, eventsQueue, deliveryQueue, logger, requeued, intervalMs, graceMs } = options;
+  const batchSize = options.batchSize ?? 500;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> | undefined;
+  let stopped = false;
+
+  interface Pass {
+    /** Rows found late. */
+    seen: number;
+    /** Jobs added again. */
+    queued: number;
+  }
+
+  async function eventsPass(): Promise<Pass> {
+    return db.transaction().execute(async (trx) => {
+      const events = await lockUnfanned(trx, graceMs, batchSize);
+      if (events.length === 0) return { seen: 0, queued: 0 };
+      const n = await requeue(eventsQueue, JOBS.shipmentEvent, events);
+      if (n > 0) {
+        requeued('event', n);
+        logger.warn({ events: n, eventIds: events.slice(0, 20).map((e) => e.eventId) }, 'reconciler: events not fanned out queued again');
+      }
+      return { seen: events.length, queued: n };
+    });
+  }
+
+  async function deliveriesPass(): Promise<Pass> {
+    const overdue = await claimOverdue(db, graceMs, batchSize);
+    if (overdue.length === 0) return { seen: 0, queued: 0 };
+    const events = await findEvents(db, [...new Set(overdue.map((o) => o.eventId))]);
+    const jobs: DeliveryJob[] = [];
+    for (const o of overdue) {
+      const event = events.get(o.eventId);
+      if (!event) continue; // its event row is gone (removed by retention): nothing to send
+      jobs.push({
+        deliveryId: o.deliveryId,
+        attempt: o.attempt,
+        webhookId: o.webhookId,
+        eventId: event.eventId,
+        evento: event.evento,
+        data: event.data,
+        committedAt: event.committedAt,
+        requestId: event.requestId,
+      });
+    }
+    const n = await requeue(deliveryQueue, JOBS.delivery, jobs);
+    if (n > 0) {
+      requeued('delivery', n);
+      logger.warn({ deliveries: n, deliveryIds: jobs.slice(0, 20).map((j) => j.deliveryId) }, 'reconciler: overdue deliveries queued again');
+    }
+    return { seen: overdue.length, queued: n };
+  }
+
+  async function runOnce(): Promise<{ events: number; deliveries: number }> {
+    const all = async (pass: () => Promise<Pass>): Promise<number> => {
+      let queued = 0;
+      for (;;) {
+        const p = await pass();
+        queued += p.queued;
+        if (p.seen < batchSize || stopped) return queued;
+      }
+    };
+    return { events: await all(eventsPass), deliveries: await all(deliveriesPass) };
+  }
+
+  const tick = (): void => {
+    timer = setTimeout(() => {
+      running = runOnce()
+        .catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'reconciler pass failed; will retry'))
+        .finally(() => {
+          running = undefined;
+          if (!stopped) tick();
+        });
+    }, intervalMs);
+    timer.unref();
+  };
+
+  return {
+    start: tick,
+    runOnce,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
