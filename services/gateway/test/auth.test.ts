@@ -76,6 +76,25 @@ describe('authentication of /api/v1', () => {
     expect(res.body.data).toMatchObject({ id: c.id, sucursal: { id: s.id, nombre: 'Zona 10' }, modo: 'live' });
   });
 
+  it.each(['company', 'branch'] as const)(
+    'answers 20 racing regenerations of a %s pair each with 201; the last pair to commit is the one that works',
+    async (owner) => {
+      const c = await createCompany(a, { sucursalesHabilitadas: true });
+      const path = owner === 'company' ? `/empresas/${c.id}/tokens` : `/empresas/${c.id}/sucursales/${(await createBranch(a, c.id)).id}/tokens`;
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).admin('post', path)));
+      expect(answers.map((r) => r.status)).toEqual(Array(20).fill(201));
+      const pairs = answers.map((r) => r.body.data as { live: string; test: string });
+      const working = [];
+      for (const p of pairs) {
+        const live = (await a.http.get('/api/v1/empresa').set('Authorization', bearer(p.live))).status;
+        const test = (await b.http.get('/api/v1/empresa').set('Authorization', bearer(p.test))).status;
+        expect([live, test].sort()).toEqual(live === 200 ? [200, 200] : [401, 401]); // a pair lives or dies whole
+        if (live === 200) working.push(p);
+      }
+      expect(working).toHaveLength(1);
+    },
+  );
+
   it('stops a regenerated token at once on every instance, cache or not', async () => {
     const c = await createCompany(a);
     // Both instances have the old pair cached.

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { guatemalaDay, MAX_CREDITOS } from '@svc/schema';
+import { MAX_CREDITOS } from '@svc/schema';
 import { createBranch, createCompany, type TestGateway, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
 import { count, createBatch, createOne, empresaRow, guia, manualClock } from '../../../test/support/shipment-fixtures';
 
@@ -19,6 +19,12 @@ describe('daily limit and credits', () => {
   afterAll(() => fx?.stop());
   beforeEach(() => clock.set('2026-11-22T05:00:00.000Z'));
 
+  /** Today in Guatemala by Postgres's clock, which the daily counter follows, and a day `offset` away. */
+  const pgDay = async (offset = 0): Promise<string> =>
+    (await pool.query<{ d: string }>(`select ((now() at time zone 'America/Guatemala')::date + $1::int)::text d`, [offset])).rows[0]!.d;
+  const setCounter = (empresaId: string, guiasHoy: number, day: string) =>
+    pool.query('update empresas set guias_hoy = $2, guias_hoy_dia = $3 where id = $1', [empresaId, guiasHoy, day]);
+
   const guiasOf = (empresaId: string) => count(pool, 'select count(*) n from guias where empresa_id = $1', [empresaId]);
   const eventsOf = (empresaId: string) => count(pool, 'select count(*) n from outbox where empresa_id = $1', [empresaId]);
 
@@ -26,7 +32,7 @@ describe('daily limit and credits', () => {
     const c = await createCompany(gw, { planActivo: true, creditos: 10, limiteDiario: 50 });
     expect((await createOne(gw, c.live)).status).toBe(201);
     expect((await createBatch(gw, c.live, [guia(1), guia(2), guia(3)])).status).toBe(201);
-    expect(await empresaRow(pool, c.id)).toEqual({ creditos: 6, guias_hoy: 4, guias_hoy_dia: '2026-11-21' });
+    expect(await empresaRow(pool, c.id)).toEqual({ creditos: 6, guias_hoy: 4, guias_hoy_dia: await pgDay() });
     const shown = await gw.admin('get', `/empresas/${c.id}`);
     expect(shown.body.data).toMatchObject({ creditos: 6, guiasHoy: 4, limiteDiario: 50 });
   });
@@ -160,23 +166,31 @@ describe('daily limit and credits', () => {
     expect(await empresaRow(pool, c.id)).toMatchObject({ creditos: 96, guias_hoy: 4 });
   });
 
-  it('resets the daily limit at midnight in Guatemala (06:00 UTC), not at midnight UTC', async () => {
+  it("resets the daily limit when Postgres's day in Guatemala moves on, whatever the gateway's clock says", async () => {
+    // The gateway's clock (manual, the 21st at 23:00 in Guatemala) plays no part in the counter.
     const c = await createCompany(gw, { planActivo: true, creditos: 100, limiteDiario: 2 });
-    // 23:00 on the 21st in Guatemala.
     expect((await createBatch(gw, c.live, [guia(1), guia(2)])).status).toBe(201);
     expect((await createOne(gw, c.live)).status).toBe(429);
-    // 05:59:59.999 UTC on the 22nd: still the 21st in Guatemala, although a new day in UTC.
-    clock.set('2026-11-22T05:59:59.999Z');
-    expect(guatemalaDay(clock.now())).toBe('2026-11-21');
-    expect((await createOne(gw, c.live)).status).toBe(429);
     expect((await gw.admin('get', `/empresas/${c.id}`)).body.data.guiasHoy).toBe(2);
-    // 06:00 UTC: midnight in Guatemala; a new allowance.
-    clock.set('2026-11-22T06:00:00.000Z');
+    // The counter is yesterday's (as it is once midnight in Guatemala has passed): a new allowance.
+    await setCounter(c.id, 2, await pgDay(-1));
     expect((await gw.admin('get', `/empresas/${c.id}`)).body.data.guiasHoy).toBe(0);
     expect((await createOne(gw, c.live)).status).toBe(201);
-    expect(await empresaRow(pool, c.id)).toMatchObject({ guias_hoy: 1, guias_hoy_dia: '2026-11-22', creditos: 97 });
+    expect(await empresaRow(pool, c.id)).toMatchObject({ guias_hoy: 1, guias_hoy_dia: await pgDay(), creditos: 97 });
     expect((await createOne(gw, c.live)).status).toBe(201);
     expect((await createOne(gw, c.live)).status).toBe(429);
+  });
+
+  it('never moves the counter back a day: a counter already on a later day keeps counting', async () => {
+    // As left by a statement that ran after midnight, seen by one that started before it.
+    const c = await createCompany(gw, { planActivo: true, creditos: 100, limiteDiario: 3 });
+    const tomorrow = await pgDay(1);
+    await setCounter(c.id, 2, tomorrow);
+    expect((await gw.admin('get', `/empresas/${c.id}`)).body.data.guiasHoy).toBe(2);
+    expect((await createOne(gw, c.live)).status).toBe(201);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ guias_hoy: 3, guias_hoy_dia: tomorrow });
+    expect((await createOne(gw, c.live)).status).toBe(429);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ guias_hoy: 3, guias_hoy_dia: tomorrow, creditos: 99 });
   });
 
   it('counts refusals in the metrics by reason', async () => {

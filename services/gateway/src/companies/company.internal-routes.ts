@@ -1,6 +1,7 @@
 import type { Router } from 'express';
-import { validateCreditos, validateEmpresaCreate, validateEmpresaPatch, validateSucursalCreate } from '@svc/schema';
+import { validateCreditos, validateEmpresaCreate, validateEmpresaPatch, validateSucursalCreate, type Empresa } from '@svc/schema';
 import type { GatewayDeps } from '../deps';
+import { guatemalaToday } from './company.repository';
 import { route } from '../http/route-table';
 import {
   addCompanyCredits,
@@ -18,7 +19,8 @@ import {
  * behind the admin token: the operator's stand-in for the portal.
  */
 export function mountCompanyInternalRoutes(router: Router, deps: GatewayDeps): void {
-  const { db, clock } = deps;
+  const { db } = deps;
+  const present = async (e: Empresa) => presentCompany(e, await guatemalaToday(db));
   const owner = (params: Record<string, string | string[] | undefined>) => ({
     empresaId: String(params.id),
     sucursalId: params.sid === undefined ? null : String(params.sid),
@@ -27,19 +29,19 @@ export function mountCompanyInternalRoutes(router: Router, deps: GatewayDeps): v
   route(router, '/empresas', {
     post: async (req, res) => {
       const empresa = await createCompany(db, validateEmpresaCreate(req.body));
-      res.status(201).json({ success: true, data: presentCompany(empresa, clock) });
+      res.status(201).json({ success: true, data: await present(empresa) });
     },
   });
 
   route(router, '/empresas/:id', {
     get: async (req, res) => {
       const empresa = await requireCompany(db, String(req.params.id));
-      res.json({ success: true, data: presentCompany(empresa, clock) });
+      res.json({ success: true, data: await present(empresa) });
     },
     patch: async (req, res) => {
       const body = validateEmpresaPatch(req.body);
       const empresa = await patchCompany(deps, String(req.params.id), body);
-      res.json({ success: true, data: presentCompany(empresa, clock) });
+      res.json({ success: true, data: await present(empresa) });
     },
   });
 

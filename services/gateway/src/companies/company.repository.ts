@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db, Empresa, EmpresaFields, PlanPersonalizado, Sucursal, Transaction } from '@svc/schema';
 
 const COLUMNS = {
@@ -76,13 +77,24 @@ export async function lockCompany(trx: Transaction, empresaId: string): Promise<
 
 // ---- the charge of shipment creations -------------------------------------------------------------
 
-/** The parameters of CHARGE_SHIPMENTS: the Guatemala day, the number of shipments, the company. */
-export type ChargeParam = 'day' | 'n' | 'empresa';
-
-const USED_TODAY = '(case when guias_hoy_dia = @day::date then guias_hoy else 0 end)';
+/** The parameters of CHARGE_SHIPMENTS: the number of shipments, the company. */
+export type ChargeParam = 'n' | 'empresa';
 
 /**
- * The charge of `@n` shipments to the company's allowance of `@day` and, unless its custom plan is
+ * Today in Guatemala by Postgres's clock, the one clock every gateway shares (theirs may be
+ * skewed); fixed for the statement, so a statement's checks and writes agree on it.
+ */
+const TODAY = `(statement_timestamp() at time zone 'America/Guatemala')::date`;
+
+/**
+ * Shipments already counted against today's allowance. A counter of an earlier day counts for
+ * nothing; one of a later day than this statement's (a statement that took its time across
+ * midnight after another had moved the counter on) counts in full, so the day never moves back.
+ */
+const USED_TODAY = `(case when guias_hoy_dia >= ${TODAY} then guias_hoy else 0 end)`;
+
+/**
+ * The charge of `@n` shipments to the company's allowance of today and, unless its custom plan is
  * approved, `@n` credits: a conditional UPDATE that returns the company's id only when both
  * suffice. Its row lock serialises the company's creations until commit. It is the body of the
  * `charged` CTE of the creation statement (shipment.repository.ts), so the charge and the rows it
@@ -91,12 +103,18 @@ const USED_TODAY = '(case when guias_hoy_dia = @day::date then guias_hoy else 0 
 export const CHARGE_SHIPMENTS = `
     update empresas set
       guias_hoy = ${USED_TODAY} + @n::int,
-      guias_hoy_dia = @day::date,
+      guias_hoy_dia = greatest(guias_hoy_dia, ${TODAY}),
       creditos = case when plan_personalizado = 'APROBADA' then creditos else creditos - @n::int end
     where id = @empresa::uuid
       and ${USED_TODAY} + @n::int <= limite_diario
       and (plan_personalizado = 'APROBADA' or (plan_activo and creditos >= @n::int))
     returning id`;
+
+/** Today in Guatemala by Postgres's clock, as `YYYY-MM-DD`. */
+export async function guatemalaToday(db: Db): Promise<string> {
+  const { rows } = await sql<{ today: string }>`select ${sql.raw(TODAY)}::text as today`.execute(db);
+  return rows[0]!.today;
+}
 
 export interface Allowance {
   usedToday: number;
@@ -107,15 +125,15 @@ export interface Allowance {
 }
 
 /** The company's allowance as of now: read after a refused charge, to say which limit refused it. */
-export async function readAllowance(trx: Db, empresaId: string, day: string): Promise<Allowance | undefined> {
+export async function readAllowance(trx: Db, empresaId: string): Promise<Allowance | undefined> {
   const row = await trx
     .selectFrom('empresas')
-    .select(['guias_hoy', 'guias_hoy_dia', 'limite_diario', 'plan_activo', 'creditos', 'plan_personalizado'])
+    .select(['limite_diario', 'plan_activo', 'creditos', 'plan_personalizado', sql<number>`${sql.raw(USED_TODAY)}`.as('used_today')])
     .where('id', '=', empresaId)
     .executeTakeFirst();
   return (
     row && {
-      usedToday: row.guias_hoy_dia === day ? row.guias_hoy : 0,
+      usedToday: row.used_today,
       limiteDiario: row.limite_diario,
       planActivo: row.plan_activo,
       creditos: row.creditos,
@@ -123,4 +141,3 @@ export async function readAllowance(trx: Db, empresaId: string, day: string): Pr
     }
   );
 }
-

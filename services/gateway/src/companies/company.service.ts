@@ -1,12 +1,12 @@
-import { AppError, guatemalaDay, isUuid, MAX_CREDITOS, type Clock, type Db, type Empresa, type EmpresaFields, type Modo, type Sucursal } from '@svc/schema';
+import { AppError, isUuid, MAX_CREDITOS, type Db, type Empresa, type EmpresaFields, type Modo, type Sucursal } from '@svc/schema';
 import type { GatewayDeps } from '../deps';
 import { generateToken, hashToken } from '../auth/token';
 import { hashesOfCompany, replaceTokens } from '../auth/token.repository';
 import type { TokenCache } from '../auth/token-cache';
-import { addCredits, findBranch, findCompany, insertBranch, insertCompany, updateCompany } from './company.repository';
+import { addCredits, findBranch, findCompany, insertBranch, insertCompany, lockCompany, updateCompany } from './company.repository';
 
-/** The company as the portal's routes show it. */
-export function presentCompany(e: Empresa, clock: Clock) {
+/** The company as the portal's routes show it; `today` is Postgres's day in Guatemala (guatemalaToday). */
+export function presentCompany(e: Empresa, today: string) {
   return {
     id: e.id,
     nombre: e.nombre,
@@ -16,7 +16,8 @@ export function presentCompany(e: Empresa, clock: Clock) {
     planActivo: e.plan_activo,
     creditos: e.creditos,
     planPersonalizado: e.plan_personalizado,
-    guiasHoy: e.guias_hoy_dia === guatemalaDay(clock.now()) ? e.guias_hoy : 0,
+    // A counter of a later day than `today` (read across midnight) still counts as today's.
+    guiasHoy: e.guias_hoy_dia !== null && e.guias_hoy_dia >= today ? e.guias_hoy : 0,
     createdAt: e.created_at.toISOString(),
   };
 }
@@ -104,6 +105,7 @@ export async function deleteTokens(deps: Pick<GatewayDeps, 'db' | 'tokenCache'>,
   const empresa = await requireCompany(deps.db, owner.empresaId);
   const sucursalId = owner.sucursalId === null ? null : (await requireBranch(deps.db, empresa.id, owner.sucursalId)).id;
   return deps.db.transaction().execute(async (trx) => {
+    await lockCompany(trx, empresa.id);
     const old = await replaceTokens(trx, { empresaId: empresa.id, sucursalId }, null);
     await deps.tokenCache.invalidate(old, { revoke: true });
     return old.length;
@@ -122,6 +124,9 @@ async function rotateTokens(
   const tokens = { live: generateToken('live'), test: generateToken('test') };
   const hashes = { live: hashToken(tokens.live), test: hashToken(tokens.test) };
   await db.transaction().execute(async (trx) => {
+    // Concurrent regenerations of one owner take turns (each would otherwise insert its pair beside
+    // the other's, against the unique index): each succeeds, and the last to commit wins.
+    await lockCompany(trx, owner.empresaId);
     const old = await replaceTokens(trx, owner, hashes);
     await cache.invalidate(old, { revoke: true });
   });

@@ -115,11 +115,10 @@ export async function insertShipments(
   trx: Db,
   owner: Owner,
   guias: NewShipment[],
-  context: { day: string; requestId: string | null },
+  context: { requestId: string | null },
 ): Promise<InsertedShipment[]> {
   const one = guias.length === 1 ? guias[0] : undefined;
   const values: Record<Param, unknown> = {
-    day: context.day,
     n: guias.length,
     empresa: owner.empresaId,
     sucursal: owner.sucursalId,

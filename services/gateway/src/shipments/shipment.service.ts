@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
   AppError,
-  guatemalaDay,
   guiaCreadaData,
   secondsToGuatemalaMidnight,
   type Estado,
@@ -89,11 +88,10 @@ export async function createShipments(
   /** Where numbers come from; a test passes one that collides to see the retry. */
   newNumero: () => string = generateNumeroGuia,
 ): Promise<CreateAnswer> {
-  const { db, clock, metrics } = deps;
+  const { db, metrics } = deps;
   const { principal, idempotency: idem } = ctx;
   const owner = { empresaId: principal.empresa.id, sucursalId: principal.sucursal?.id ?? null, modo: principal.modo };
   const live = principal.modo === 'live';
-  const day = guatemalaDay(clock.now());
 
   for (let attempt = 1; ; attempt++) {
     const fresh = items.map((item) => ({
@@ -105,8 +103,8 @@ export async function createShipments(
       eventId: live ? randomUUID() : null,
     }));
     const insert = async (trx: Deps['db']): Promise<SuccessEnvelope<unknown>> => {
-      const inserted = await insertShipments(trx, owner, fresh, { day, requestId: ctx.requestId });
-      if (inserted.length === 0) throw await refusal(deps, trx, owner.empresaId, items.length, day);
+      const inserted = await insertShipments(trx, owner, fresh, { requestId: ctx.requestId });
+      if (inserted.length === 0) throw await refusal(deps, trx, owner.empresaId, items.length);
       const views = fresh.map((g, i) =>
         view({ ...g, estado: 'CREADA', sucursalId: owner.sucursalId, createdAt: inserted[i]!.createdAt }),
       );
@@ -139,8 +137,8 @@ export async function createShipments(
 }
 
 /** Says which limit refused a charge: the daily allowance first, then the credits. */
-async function refusal(deps: Deps, trx: Deps['db'], empresaId: string, n: number, day: string): Promise<AppError> {
-  const a = await readAllowance(trx, empresaId, day);
+async function refusal(deps: Deps, trx: Deps['db'], empresaId: string, n: number): Promise<AppError> {
+  const a = await readAllowance(trx, empresaId);
   if (!a) return new AppError('NOT_FOUND', 'no such company');
   if (a.usedToday + n > a.limiteDiario) {
     deps.metrics.quotaRefusals.inc({ reason: 'daily_limit' });
