@@ -192,6 +192,10 @@ describe('metric names used by alerts and the dashboard', () => {
       'svc_process_resident_memory_bytes',
       'svc_process_cpu_seconds_total',
       'svc_nodejs_eventloop_lag_p99_seconds',
+      'svc_oldest_overdue_delivery_seconds',
+      'svc_oldest_unfanned_event_seconds',
+      'svc_reconciler_requeued_total',
+      'svc_jobs_failed_total',
     ];
     expect(expected.filter((m) => !used.has(m))).toEqual([]);
   });
@@ -212,6 +216,9 @@ describe('the alert rule file', () => {
         'GatewayLatencyP99High',
         'TargetDown',
         'NoDispatcherRunning',
+        'DeliveryOverdue',
+        'EventNotFannedOut',
+        'JobsFailing',
       ]),
     );
     expect(new Set(names).size).toBe(names.length);
