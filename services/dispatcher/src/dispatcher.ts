@@ -109,12 +109,17 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
         if (isUnrecoverable(err)) {
           metrics.jobsFailed.inc({ queue, reason: 'malformed' });
           logger.error(ids, 'malformed job failed');
-        } else if (job && job.attemptsMade < (job.opts.attempts ?? 1)) {
-          logger.warn(ids, 'job failed; will retry');
-        } else {
-          metrics.jobsFailed.inc({ queue, reason: 'retries_exhausted' });
-          logger.error(ids, 'job failed for good; the reconciler will queue its work again');
+          return;
         }
+        // Whether BullMQ kept it for a retry or failed it for good (retries spent, or stalled too
+        // often) is in Redis: ask rather than guess from the counters.
+        void (job ? job.isFailed() : Promise.resolve(true))
+          .catch(() => true)
+          .then((final) => {
+            if (!final) return logger.warn(ids, 'job failed; will retry');
+            metrics.jobsFailed.inc({ queue, reason: 'retries_exhausted' });
+            logger.error(ids, 'job failed for good; the reconciler will queue its work again');
+          });
       });
     }
     // close() stops taking jobs and waits for those in flight; their batches commit before they end.
