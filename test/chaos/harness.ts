@@ -1,0 +1,509 @@
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { TEST_DATABASE_BASE } from '../support/env';
+import { freePort } from '../support/free-port';
+import { startReceiver, TEST_CERT_DIR, type ReceivedRequest, type ResponsePlan } from '../support/https-receiver';
+import { uniquePrefix } from '../support/redis-prefix';
+import { serviceProcess, type ServiceProcess } from '../support/service-process';
+import { startSideRedis, type SideRedis } from '../support/side-redis';
+import { hostPort, startTcpProxy, throughProxy, type TcpProxy } from '../support/tcp-proxy';
+import { createTeardown, type Teardown } from '../support/teardown';
+import { createTestDatabase, type TestDatabase } from '../support/test-database';
+
+/**
+ * The chaos suite's harness (issue 10). Each scenario gets a stack of its own: a cloned database, a
+ * private `redis-server` on a side port, optionally TCP proxies it can cut in front of Postgres or
+ * Redis, one gateway and two dispatchers as real child processes (restartable), and an HTTPS
+ * receiver behind two webhooks of one company subscribed to every event.
+ *
+ * A steady stream (a batch of 5 shipments through the public API every 100 ms, and every other
+ * batch's first shipment moved on by the internal route: ~55 events/s) runs while the scenario's
+ * fault happens, and goes on until at least `minEvents` were accepted and `tailMs` after the fault.
+ * Then the harness waits (the settle) for every expected delivery, prints one line (expected,
+ * delivered, lost, duplicates, 5xx answers, time to settle) and checks:
+ *   - nothing lost: every (event, webhook) the API promised (a shipment answered 201, a transition
+ *     answered 200) was accepted by the receiver;
+ *   - every request for one (event, webhook) carries the same `webhookId`;
+ *   - every delivery `entregas` records as `exitosa` was accepted by the receiver;
+ *   - every shipment answered 201 is in `guias`.
+ * Requests answered 5xx or never answered (a process killed, a cut) are counted, not expected.
+ *
+ * CHAOS_REPORT=<file> also appends each report line there; CHAOS_LOG_DIR=<dir> keeps every
+ * process's output in <dir>/<scenario>-<process>.log.
+ */
+
+const ADMIN_TOKEN = 'chaos-admin-token-0123456789abcdef';
+const WEBHOOK_PATHS = ['/w1', '/w2'] as const;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export interface ChaosOptions {
+  /** The side Redis keeps an append-only file (fsync everysec), so a restart replays it. Default false. */
+  redisAppendonly?: boolean;
+  /** Whose DATABASE_URL goes through a proxy the scenario can cut (`h.postgresProxy`). */
+  postgresProxyFor?: 'dispatchers' | 'gateway';
+  /** Every service reaches Redis through a proxy the scenario can cut (`h.redisProxy`). Default false. */
+  redisProxy?: boolean;
+  /** The stream goes on until this many events were accepted (and the fault is over). Default 1000. */
+  minEvents?: number;
+  /** How long after the fault ends the stream keeps going at least. Default 3000 ms. */
+  tailMs?: number;
+  /** Give up waiting for the expected deliveries after this long. Default 120000 ms. */
+  settleTimeoutMs?: number;
+  /** ...or once nothing at all has arrived for this long. Default 30000 ms. */
+  quietMs?: number;
+}
+
+/** What a scenario's fault function gets. */
+export interface Chaos {
+  redis: SideRedis;
+  /** Throws unless `postgresProxyFor` was set. */
+  readonly postgresProxy: TcpProxy;
+  /** Throws unless `redisProxy` was set. */
+  readonly redisProxy: TcpProxy;
+  gateway: ServiceProcess;
+  dispatchers: ServiceProcess[];
+  /** Resolves once the stream has had this many events accepted (shipments 201 + transitions 200). */
+  untilEvents(n: number): Promise<void>;
+  /** Resolves once the receiver has had this many requests. */
+  untilReceived(n: number): Promise<void>;
+  sleep(ms: number): Promise<void>;
+}
+
+export interface ChaosReport {
+  scenario: string;
+  expected: number;
+  delivered: number;
+  lost: number;
+  duplicates: number;
+  status5xx: number;
+  /** ms from the end of the fault and stream until every expected delivery had arrived; undefined: never. */
+  settleMs: number | undefined;
+  events: number;
+  created: number;
+  transitions: number;
+  unanswered: number;
+  /** Pairs received that no answer promised (the answer was lost to the fault). */
+  extra: number;
+  /** Requests the receiver refused (503: the first attempt of one delivery in ten). */
+  refused: number;
+  streamMs: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The stream: a steady pace of batch creations, each answered batch's first shipment moved on
+// every other time, open loop (a slow answer does not slow the pace) up to a cap in flight.
+
+interface StreamSettings {
+  baseUrl: () => string;
+  liveToken: string;
+  intervalMs: number;
+  batchSize: number;
+  maxInFlight: number;
+  timeoutMs: number;
+}
+
+class Stream {
+  readonly created = new Set<string>();
+  readonly transitioned = new Set<string>();
+  status5xx = 0;
+  unanswered = 0;
+  skipped = 0;
+  readonly otherStatuses = new Map<number, number>();
+  private inFlight = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private batches = 0;
+  private idle: Array<() => void> = [];
+  startedAt = 0;
+  stoppedAt = 0;
+
+  constructor(private readonly s: StreamSettings) {}
+
+  get events(): number {
+    return this.created.size + this.transitioned.size;
+  }
+
+  start(): void {
+    this.startedAt = Date.now();
+    let next = Date.now();
+    const tick = (): void => {
+      if (this.inFlight < this.s.maxInFlight) this.batch(this.batches++);
+      else this.skipped += 1;
+      next += this.s.intervalMs;
+      this.timer = setTimeout(tick, Math.max(0, next - Date.now()));
+    };
+    tick();
+  }
+
+  /** Stops sending and waits for every request in flight to end (answered or timed out). */
+  async stop(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.inFlight > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
+    this.stoppedAt ||= Date.now();
+  }
+
+  private async call(path: string, token: string, body: unknown): Promise<{ status: number; body: unknown } | undefined> {
+    try {
+      const res = await fetch(`${this.s.baseUrl()}${path}`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(this.s.timeoutMs),
+      });
+      const text = await res.text();
+      if (res.status >= 500) this.status5xx += 1;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      return { status: res.status, body: parsed };
+    } catch {
+      this.unanswered += 1; // refused, reset, timed out: the outcome is unknown
+      return undefined;
+    }
+  }
+
+  private other(status: number): void {
+    if (status < 500) this.otherStatuses.set(status, (this.otherStatuses.get(status) ?? 0) + 1);
+  }
+
+  private batch(n: number): void {
+    const guias = Array.from({ length: this.s.batchSize }, (_, i) => ({
+      destinatario: { nombre: `Cliente ${n}-${i}`, telefono: '+502 5555 0000', direccion: `${i} Avenida ${n}, Zona 1` },
+      paquete: { peso: 1.5 },
+      referencia: `chaos-${n}-${i}`,
+    }));
+    // In flight until its answer (and its transition's) is booked, so stop() sees every outcome.
+    this.inFlight += 1;
+    void (async () => {
+      const answer = await this.call('/api/v1/guias/batch', this.s.liveToken, { guias });
+      if (!answer) return;
+      if (answer.status !== 201) return this.other(answer.status);
+      const numeros = ((answer.body as { data?: { guias?: Array<{ numeroGuia: string }> } } | undefined)?.data?.guias ?? []).map((g) => g.numeroGuia);
+      for (const numero of numeros) this.created.add(numero);
+      if (n % 2 === 0 && numeros[0] !== undefined && this.timer !== undefined) {
+        const numero = numeros[0];
+        const moved = await this.call(`/internal/v1/guias/${encodeURIComponent(numero)}/eventos`, ADMIN_TOKEN, { evento: 'GUIA_RECOLECTADA' });
+        if (moved?.status === 200) this.transitioned.add(numero);
+        else if (moved) this.other(moved.status);
+      }
+    })()
+      .catch(() => undefined)
+      .finally(() => {
+        this.inFlight -= 1;
+        if (this.inFlight === 0) for (const wake of this.idle.splice(0)) wake();
+      });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The receiver's side: it answers every request after RECEIVER_DELAY_MS (so a fault finds
+// deliveries in flight), and refuses the first attempt of one delivery in ten with a 503 (receivers
+// do fail), so that retries are waiting in Redis whenever a fault strikes. Only what it accepted
+// (2xx) counts as delivered; every request, refused or not, counts for the webhookId check.
+
+const RECEIVER_DELAY_MS = 100;
+const refusesFirstAttempt = (webhookId: string): boolean => parseInt(webhookId.slice(-2), 16) % 10 === 0;
+
+interface Receipt {
+  key: string;
+  webhookId: string;
+}
+
+class Receipts {
+  /** (path, event, numeroGuia) → the webhookIds of every request for it, refused ones included. */
+  readonly byKey = new Map<string, Set<string>>();
+  /** The (path, event, numeroGuia) keys accepted (answered 2xx) at least once. */
+  readonly accepted = new Set<string>();
+  /** The webhookIds (delivery ids) accepted at least once. */
+  readonly acceptedIds = new Set<string>();
+  acceptedTotal = 0;
+  refusedTotal = 0;
+  unreadable = 0;
+  private seen = 0;
+  private readonly refusedOnce = new Set<string>();
+  private readonly refused = new WeakSet<ReceivedRequest>();
+
+  /** The receiver's responder. It runs as each request arrives, before `update()` can see it. */
+  readonly respond = (request: ReceivedRequest): ResponsePlan => {
+    const r = parse(request);
+    if (r && refusesFirstAttempt(r.webhookId) && !this.refusedOnce.has(r.webhookId)) {
+      this.refusedOnce.add(r.webhookId);
+      this.refused.add(request);
+      return { status: 503, delayMs: RECEIVER_DELAY_MS };
+    }
+    return { status: 200, delayMs: RECEIVER_DELAY_MS };
+  };
+
+  /** Reads what arrived since the last call (the receiver's log only grows); returns how many requests that was. */
+  update(requests: readonly ReceivedRequest[]): number {
+    const fresh = requests.length - this.seen;
+    for (; this.seen < requests.length; this.seen++) {
+      const request = requests[this.seen]!;
+      const r = parse(request);
+      if (!r) {
+        this.unreadable += 1;
+        continue;
+      }
+      this.byKey.set(r.key, (this.byKey.get(r.key) ?? new Set()).add(r.webhookId));
+      if (this.refused.has(request)) {
+        this.refusedTotal += 1;
+        continue;
+      }
+      this.acceptedTotal += 1;
+      this.accepted.add(r.key);
+      this.acceptedIds.add(r.webhookId);
+    }
+    return fresh;
+  }
+}
+
+const key = (path: string, event: string, numeroGuia: string): string => `${path} ${event} ${numeroGuia}`;
+
+function parse(req: ReceivedRequest): Receipt | undefined {
+  try {
+    const body = JSON.parse(req.rawBody.toString('utf8')) as { event: string; webhookId: string; data: { numeroGuia: string } };
+    return { key: key(req.path, body.event, body.data.numeroGuia), webhookId: body.webhookId };
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function formatReport(r: ChaosReport): string {
+  const settle = r.settleMs === undefined ? 'never' : `${(r.settleMs / 1000).toFixed(1)} s`;
+  return (
+    `[chaos] ${r.scenario}: expected ${r.expected}, delivered ${r.delivered}, lost ${r.lost}, ` +
+    `duplicates ${r.duplicates}, 5xx ${r.status5xx}, settle ${settle} ` +
+    `(events ${r.events}: ${r.created} created + ${r.transitions} moved on in ${(r.streamMs / 1000).toFixed(1)} s; ` +
+    `unanswered ${r.unanswered}, extra ${r.extra}, refused by the receiver ${r.refused})`
+  );
+}
+
+function printReport(line: string): void {
+  process.stdout.write(`${line}\n`);
+  const file = process.env.CHAOS_REPORT;
+  if (file) appendFileSync(file, `${line}\n`);
+}
+
+async function json(url: string, init: RequestInit): Promise<{ status: number; body: { data?: Record<string, unknown> } }> {
+  const res = await fetch(url, { ...init, headers: { 'Content-Type': 'application/json', ...init.headers }, signal: AbortSignal.timeout(10_000) });
+  return { status: res.status, body: (await res.json()) as { data?: Record<string, unknown> } };
+}
+
+/** Builds the stack, runs the stream under `fault`, settles, reports and checks; undone by `teardown`. */
+async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chaos) => Promise<void>, teardown: Teardown): Promise<void> {
+  const slug = scenario.replace(/[^a-z0-9]+/gi, '-').toLowerCase();
+  const logDir = process.env.CHAOS_LOG_DIR;
+  if (logDir) mkdirSync(logDir, { recursive: true });
+
+  // Postgres: a database of its own, a pool for the checks, and a proxy when the scenario cuts it.
+  const database: TestDatabase = await createTestDatabase();
+  teardown.push(() => database.drop());
+  const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  teardown.push(() => pool.end());
+  let postgresProxy: TcpProxy | undefined;
+  if (options.postgresProxyFor) {
+    const proxy = await startTcpProxy(hostPort(TEST_DATABASE_BASE));
+    teardown.push(() => proxy.close());
+    postgresProxy = proxy;
+  }
+
+  // Redis: a private server (the shared one is never broken), behind a proxy when the scenario cuts it.
+  const redis = await startSideRedis({ appendonly: options.redisAppendonly ?? false });
+  teardown.push(() => redis.stop());
+  let redisProxy: TcpProxy | undefined;
+  if (options.redisProxy) {
+    const proxy = await startTcpProxy(hostPort(redis.url));
+    teardown.push(() => proxy.close());
+    redisProxy = proxy;
+  }
+  const redisUrl = redisProxy ? throughProxy(redis.url, redisProxy) : redis.url;
+
+  const receipts = new Receipts();
+  const receiver = await startReceiver({ defaultResponse: receipts.respond });
+  teardown.push(() => receiver.close());
+
+  const common: Record<string, string> = {
+    REDIS_URL: redisUrl,
+    REDIS_PREFIX: uniquePrefix('chaos'),
+    LOG_LEVEL: 'info',
+    DISPATCH_HOST_MAP: 'receiver.test=127.0.0.1',
+    DISPATCH_ALLOW_CIDRS: '127.0.0.0/8',
+    NODE_EXTRA_CA_CERTS: join(TEST_CERT_DIR, 'ca.pem'),
+    SHUTDOWN_TIMEOUT_MS: '5000',
+  };
+  const viaProxy = (who: 'dispatchers' | 'gateway'): string =>
+    options.postgresProxyFor === who && postgresProxy ? throughProxy(database.url, postgresProxy) : database.url;
+
+  const port = await freePort();
+  const gateway = serviceProcess({
+    name: 'gateway',
+    entry: 'services/gateway/src/main.ts',
+    readyLine: '"gateway listening"',
+    logFile: logDir ? join(logDir, `${slug}-gateway.log`) : undefined,
+    env: {
+      ...common,
+      DATABASE_URL: viaProxy('gateway'),
+      PORT: String(port),
+      GATEWAY_METRICS_PORT: '0',
+      ADMIN_TOKEN,
+      RATE_LIMIT_PER_MINUTE: '10000000',
+      DB_POOL_SIZE: '8',
+    },
+  });
+  const dispatchers = [1, 2].map((i) =>
+    serviceProcess({
+      name: `dispatcher-${i}`,
+      entry: 'services/dispatcher/src/main.ts',
+      readyLine: '"dispatcher started"',
+      logFile: logDir ? join(logDir, `${slug}-dispatcher-${i}.log`) : undefined,
+      env: {
+        ...common,
+        DATABASE_URL: viaProxy('dispatchers'),
+        DISPATCHER_METRICS_PORT: '0',
+        DB_POOL_SIZE: '6',
+        // A dead process's jobs move on after this (production: 30 s), so a run fits in minutes.
+        DISPATCHER_LOCK_DURATION_MS: '5000',
+        // The reconciler's (ignored by a dispatcher without one).
+        RECONCILE_INTERVAL_MS: '1000',
+        RECONCILE_GRACE_MS: '3000',
+      },
+    }),
+  );
+  // Stopped together (SIGTERM, SIGKILL after 15 s), before what they use goes away.
+  teardown.push(() => Promise.all([gateway, ...dispatchers].map((p) => p.stop())));
+  await Promise.all([gateway.start(), ...dispatchers.map((d) => d.start())]);
+  const baseUrl = `http://127.0.0.1:${port}`;
+
+  // One company, two webhooks subscribed to every event.
+  const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+  const company = await json(`${baseUrl}/internal/v1/empresas`, {
+    method: 'POST',
+    headers: admin,
+    body: JSON.stringify({ nombre: 'Chaos', verificada: true, planActivo: true, creditos: 1_000_000, limiteDiario: 1_000_000 }),
+  });
+  if (company.status !== 201) throw new Error(`company: ${company.status} ${JSON.stringify(company.body)}`);
+  const tokens = await json(`${baseUrl}/internal/v1/empresas/${String(company.body.data!.id)}/tokens`, { method: 'POST', headers: admin });
+  if (tokens.status !== 201) throw new Error(`tokens: ${tokens.status} ${JSON.stringify(tokens.body)}`);
+  const live = String(tokens.body.data!.live);
+  for (const path of WEBHOOK_PATHS) {
+    const hook = await json(`${baseUrl}/api/v1/webhooks`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${live}` },
+      body: JSON.stringify({ url: receiver.url(path), eventos: [] }),
+    });
+    if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${JSON.stringify(hook.body)}`);
+  }
+
+  const stream = new Stream({ baseUrl: () => baseUrl, liveToken: live, intervalMs: 100, batchSize: 5, maxInFlight: 64, timeoutMs: 15_000 });
+  teardown.push(() => stream.stop());
+  const waitFor = async (what: string, done: () => boolean, timeoutMs = 90_000): Promise<void> => {
+    const end = Date.now() + timeoutMs;
+    while (!done()) {
+      if (Date.now() > end) throw new Error(`${scenario}: ${what} not within ${timeoutMs} ms`);
+      await sleep(50);
+    }
+  };
+  const h: Chaos = {
+    redis,
+    get postgresProxy() {
+      if (!postgresProxy) throw new Error('no Postgres proxy: set postgresProxyFor');
+      return postgresProxy;
+    },
+    get redisProxy() {
+      if (!redisProxy) throw new Error('no Redis proxy: set redisProxy');
+      return redisProxy;
+    },
+    gateway,
+    dispatchers,
+    untilEvents: (n) => waitFor(`${n} events accepted`, () => stream.events >= n),
+    untilReceived: (n) => waitFor(`${n} requests received`, () => receiver.requests.length >= n),
+    sleep,
+  };
+
+  // The stream, the fault under it, and the stream's tail once the fault is over.
+  const minEvents = options.minEvents ?? 1000;
+  stream.start();
+  await fault(h);
+  const faultEnded = Date.now();
+  await waitFor(`${minEvents} events accepted`, () => stream.events >= minEvents && Date.now() - faultEnded >= (options.tailMs ?? 3000), 120_000);
+  await stream.stop();
+
+  // Settle: until every expected pair arrived, the deadline passed, or nothing arrived for quietMs.
+  const expected = new Set<string>();
+  for (const path of WEBHOOK_PATHS) {
+    for (const n of stream.created) expected.add(key(path, 'GUIA_CREADA', n));
+    for (const n of stream.transitioned) expected.add(key(path, 'GUIA_RECOLECTADA', n));
+  }
+  const missing = (): string[] => [...expected].filter((k) => !receipts.accepted.has(k));
+  const settleStart = Date.now();
+  let lastArrival = settleStart;
+  let settleMs: number | undefined;
+  for (;;) {
+    if (receipts.update(receiver.requests) > 0) lastArrival = Date.now();
+    if (missing().length === 0) {
+      settleMs = Date.now() - settleStart;
+      break;
+    }
+    if (Date.now() - settleStart > (options.settleTimeoutMs ?? 120_000) || Date.now() - lastArrival > (options.quietMs ?? 30_000)) break;
+    await sleep(250);
+  }
+  await sleep(2000); // late repeats, for the duplicates count
+  receipts.update(receiver.requests);
+
+  const lost = missing();
+  const report: ChaosReport = {
+    scenario,
+    expected: expected.size,
+    delivered: receipts.accepted.size,
+    lost: lost.length,
+    duplicates: receipts.acceptedTotal - receipts.accepted.size,
+    status5xx: stream.status5xx,
+    settleMs,
+    events: stream.events,
+    created: stream.created.size,
+    transitions: stream.transitioned.size,
+    unanswered: stream.unanswered,
+    extra: [...receipts.accepted].filter((k) => !expected.has(k)).length,
+    refused: receipts.refusedTotal,
+    streamMs: stream.stoppedAt - stream.startedAt,
+  };
+  printReport(formatReport(report));
+
+  // The checks, all of them reported at once.
+  const problems: string[] = [];
+  if (stream.events < minEvents) problems.push(`the stream had ${stream.events} events accepted, fewer than ${minEvents}`);
+  if (lost.length) problems.push(`${lost.length} of ${expected.size} expected deliveries never arrived, e.g. ${lost.slice(0, 5).join('; ')}`);
+  const mixed = [...receipts.byKey].filter(([, ids]) => ids.size > 1);
+  if (mixed.length) problems.push(`${mixed.length} (event, webhook) pairs arrived under more than one webhookId, e.g. ${mixed[0]![0]}: ${[...mixed[0]![1]].join(', ')}`);
+  if (receipts.unreadable) problems.push(`${receipts.unreadable} requests had a body that is not a delivery`);
+  const exitosas = (await pool.query<{ id: string }>(`select id from entregas where estado = 'exitosa'`)).rows.map((r) => r.id);
+  const unseen = exitosas.filter((id) => !receipts.acceptedIds.has(id));
+  if (unseen.length) problems.push(`${unseen.length} of ${exitosas.length} deliveries recorded exitosa were never received, e.g. ${unseen.slice(0, 3).join(', ')}`);
+  const numeros = [...stream.created];
+  const stored = Number((await pool.query<{ n: string }>('select count(*) n from guias where numero_guia = any($1::text[])', [numeros])).rows[0]!.n);
+  if (stored !== numeros.length) problems.push(`${numeros.length - stored} of ${numeros.length} shipments answered 201 are not in guias`);
+  if (problems.length) {
+    const states = (await pool.query<{ estado: string; n: string }>('select estado, count(*) n from entregas group by estado order by 1')).rows;
+    problems.push(`entregas by estado: ${states.map((s) => `${s.estado} ${s.n}`).join(', ') || 'none'}`);
+    if (stream.otherStatuses.size) problems.push(`other answers: ${JSON.stringify(Object.fromEntries(stream.otherStatuses))}`);
+  }
+  expect(problems).toEqual([]);
+}
+
+/**
+ * One chaos scenario as a jest test: `fault` runs while the stream does, and breaks and mends
+ * what it was given. Everything is undone after it, even when it fails.
+ */
+export function chaosScenario(scenario: string, options: ChaosOptions, fault: (h: Chaos) => Promise<void>): void {
+  describe(`chaos: ${scenario}`, () => {
+    const teardown = createTeardown();
+    afterAll(() => teardown.run(), 60_000);
+    it('loses no delivery, repeats only under one webhookId, keeps every shipment answered 201', () => runChaos(scenario, options, fault, teardown), 360_000);
+  });
+}
