@@ -14,6 +14,9 @@ export const SHIPMENT_EVENTS = [
 export type ShipmentEvent = (typeof SHIPMENT_EVENTS)[number];
 export type EventName = ShipmentEvent | 'PING';
 
+/** Every event a delivery can carry. */
+export const EVENT_NAMES: readonly EventName[] = [...SHIPMENT_EVENTS, 'PING'];
+
 export const ESTADOS = [
   'CREADA',
   'RECOLECTADA',

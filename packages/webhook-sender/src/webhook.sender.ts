@@ -2,12 +2,20 @@ import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'nod
 import { readFileSync } from 'node:fs';
 import { isIP, type LookupFunction } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
+import { STATUS_CODES } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Agent, buildConnector } from 'undici';
 import { guardedRange, isAllowed, parseCidrs, parseIp, type AllowList } from './address.guard';
 import { normaliseHostName, parseHostMap } from './host-map.parser';
 
 export type AttemptResult = '2xx' | '3xx' | '4xx' | '5xx' | 'timeout' | 'network' | 'blocked';
+
+/** Why an attempt failed: the classes a receiver's owner can act on. */
+export type AttemptError = 'TIMEOUT' | 'DNS' | 'CONNECTION' | 'TLS' | 'BLOCKED_ADDRESS' | 'HTTP_STATUS';
+
+/** How much of a reason or an answer is kept. */
+export const MAX_MESSAGE_LENGTH = 500;
+export const MAX_RESPONSE_LENGTH = 1024;
 
 export interface SendOutcome {
   /** True only for a 2xx whose response finished within the timeout. */
@@ -16,6 +24,12 @@ export interface SendOutcome {
   statusCode: number;
   durationMs: number;
   result: AttemptResult;
+  /** null for a success. */
+  error: AttemptError | null;
+  /** A human-readable reason (at most 500 characters, never a stack trace); null for a success. */
+  message: string | null;
+  /** The first 1024 characters of the answer's body as text, whatever its status; null when no answer came. */
+  response: string | null;
 }
 
 export interface WebhookSender {
@@ -59,15 +73,91 @@ export class BlockedAddressError extends Error {
   }
 }
 
+type ErrorLike = { message: string; code?: unknown; syscall?: unknown; cause?: unknown; errors?: unknown };
+
+/**
+ * Errors are recognised by shape, not `instanceof Error`: Node's own (DNS, sockets, TLS) may come
+ * from another realm than this module's (a test runner's sandbox), where instanceof fails.
+ */
+const isErrorLike = (e: unknown): e is ErrorLike => typeof e === 'object' && e !== null && typeof (e as ErrorLike).message === 'string';
+
 function hasCode(err: unknown, code: string): boolean {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if ((e as { code?: unknown }).code === code) return true;
-    if (e instanceof AggregateError && e.errors.some((inner) => hasCode(inner, code))) return true;
+  for (let e: unknown = err, depth = 0; isErrorLike(e) && depth < 5; e = e.cause, depth++) {
+    if (e.code === code) return true;
+    if (Array.isArray(e.errors) && e.errors.some((inner) => hasCode(inner, code))) return true;
   }
   return false;
 }
 
 const TIMEOUT_CODES = ['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'];
+const DNS_CODES = ['ENOTFOUND', 'EAI_AGAIN', 'ENODATA', 'EAI_FAIL', 'EAI_NONAME', 'ESERVFAIL', 'ETIMEOUT'];
+
+/** The first error in the chain (causes, aggregated errors) that carries a code, else the error itself. */
+function codedError(err: unknown, depth = 0): ErrorLike | undefined {
+  if (!isErrorLike(err) || depth > 5) return undefined;
+  if (typeof err.code === 'string' && !err.code.startsWith('UND_ERR_ABORT')) return err;
+  if (Array.isArray(err.errors)) {
+    for (const inner of err.errors) {
+      const found = codedError(inner, depth + 1);
+      if (found) return found;
+    }
+  }
+  return codedError(err.cause, depth + 1) ?? (depth === 0 ? err : undefined);
+}
+
+/** At most MAX_MESSAGE_LENGTH characters of one line. */
+const clip = (text: string): string => {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > MAX_MESSAGE_LENGTH ? `${line.slice(0, MAX_MESSAGE_LENGTH - 1)}…` : line;
+};
+
+/** The class and reason of a send that got no HTTP status. */
+function failureOf(err: unknown, host: string): { error: AttemptError; message: string } {
+  const e = codedError(err);
+  const code = typeof e?.code === 'string' ? e.code : '';
+  const text = e?.message ?? String(err);
+  if (code === BLOCKED_CODE) return { error: 'BLOCKED_ADDRESS', message: clip(text) };
+  if (DNS_CODES.includes(code) || e?.syscall === 'getaddrinfo') {
+    return { error: 'DNS', message: clip(`cannot resolve ${host}: ${code || text}`) };
+  }
+  // OpenSSL's and Node's TLS failures: certificate checks (ERR_TLS_*, CERT_*, *_CERT*), handshakes.
+  if (/^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH)/.test(code) || code === 'EPROTO') {
+    return { error: 'TLS', message: clip(text) };
+  }
+  return { error: 'CONNECTION', message: clip(code && !text.includes(code) ? `${text} (${code})` : text) };
+}
+
+/**
+ * Reads the answer's body: its first MAX_RESPONSE_LENGTH characters as text, and the rest drained
+ * (so the connection can carry the next delivery) up to MAX_DRAINED_BODY, past which the body is
+ * dropped and its connection closed. A body that breaks off (the deadline, a reset) gives what came.
+ */
+async function excerpt(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<{ text: string; complete: boolean }> {
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let seen = 0;
+  // A UTF-8 character is at most 4 bytes: this many bytes hold MAX_RESPONSE_LENGTH characters.
+  const keep = MAX_RESPONSE_LENGTH * 4;
+  let complete = true;
+  try {
+    for await (const chunk of body) {
+      seen += chunk.length;
+      if (keptBytes < keep) {
+        kept.push(chunk);
+        keptBytes += chunk.length;
+      }
+      if (seen > MAX_DRAINED_BODY) {
+        body.destroy();
+        break;
+      }
+    }
+  } catch {
+    complete = false;
+  }
+  // Code points, not UTF-16 units: a character is never cut in half.
+  const text = [...new TextDecoder().decode(Buffer.concat(kept).subarray(0, keep))].slice(0, MAX_RESPONSE_LENGTH).join('');
+  return { text, complete };
+}
 
 function classify(statusCode: number): AttemptResult {
   if (statusCode >= 200 && statusCode < 300) return '2xx';
@@ -165,12 +255,22 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
     bodyTimeout: timeoutMs,
   });
 
-  const outcome = (started: number, result: AttemptResult, statusCode = 0): SendOutcome => ({
+  const seconds = `${timeoutMs / 1000} s`;
+  const outcome = (
+    started: number,
+    result: AttemptResult,
+    detail: { statusCode?: number; error?: AttemptError | null; message?: string | null; response?: string | null } = {},
+  ): SendOutcome => ({
     ok: result === '2xx',
-    statusCode,
+    statusCode: detail.statusCode ?? 0,
     durationMs: Math.round(performance.now() - started),
     result,
+    error: detail.error ?? null,
+    message: detail.message ?? null,
+    response: detail.response ?? null,
   });
+  const timedOutAfter = (started: number): SendOutcome =>
+    outcome(started, 'timeout', { error: 'TIMEOUT', message: `no answer within ${seconds}` });
 
   async function send(url: string, body: string, headers: Record<string, string>): Promise<SendOutcome> {
     const started = performance.now();
@@ -178,10 +278,10 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
     try {
       target = new URL(url);
     } catch {
-      return outcome(started, 'blocked');
+      return outcome(started, 'blocked', { error: 'BLOCKED_ADDRESS', message: 'the url is not a valid URL' });
     }
     if (target.protocol !== 'https:' || target.username !== '' || target.password !== '') {
-      return outcome(started, 'blocked');
+      return outcome(started, 'blocked', { error: 'BLOCKED_ADDRESS', message: 'the url is not an https:// URL without user information' });
     }
 
     const controller = new AbortController();
@@ -200,20 +300,24 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
         signal: controller.signal,
       });
       const result = classify(response.statusCode);
-      // Drained rather than dropped, so the connection goes back to the pool; a body over the
-      // limit closes the connection instead. The outcome of a non-2xx is already decided.
-      await response.body.dump({ limit: MAX_DRAINED_BODY }).catch(() => undefined);
-      if (result === '2xx' && timedOut) return outcome(started, 'timeout');
-      const done = outcome(started, result, response.statusCode);
+      const answer = await excerpt(response.body);
+      // A 2xx counts only once its whole answer came within the deadline; a failure's status stands.
+      if (result === '2xx' && !answer.complete) return timedOut ? timedOutAfter(started) : outcome(started, 'network', failureOf(new Error('the answer broke off'), target.hostname));
+      const done = outcome(started, result, {
+        statusCode: response.statusCode,
+        error: result === '2xx' ? null : 'HTTP_STATUS',
+        message: result === '2xx' ? null : clip(`the receiver answered ${response.statusCode} ${STATUS_CODES[response.statusCode] ?? ''}`),
+        response: answer.text,
+      });
       // undici hands a kept-alive connection back to its pool one event-loop turn after the
       // response (setImmediate); a caller that sends again at once would otherwise find it busy
       // and open another connection, doubling the connections (and TLS handshakes) per origin.
       await new Promise<void>((resolve) => setImmediate(resolve));
       return done;
     } catch (err) {
-      if (timedOut || TIMEOUT_CODES.some((code) => hasCode(err, code))) return outcome(started, 'timeout');
-      if (hasCode(err, BLOCKED_CODE)) return outcome(started, 'blocked');
-      return outcome(started, 'network');
+      if (timedOut || TIMEOUT_CODES.some((code) => hasCode(err, code))) return timedOutAfter(started);
+      const failure = failureOf(err, target.hostname);
+      return outcome(started, failure.error === 'BLOCKED_ADDRESS' ? 'blocked' : 'network', failure);
     } finally {
       clearTimeout(timer);
     }

@@ -31,7 +31,7 @@ describe('status codes', () => {
     receiver.respond('/ok', { status: 204 });
     const body = JSON.stringify({ hello: 'mundo', n: 1, text: 'ñandú €' });
     const outcome = await sender.send(receiver.url('/ok'), body, { ...JSON_HEADERS, 'x-custom': 'v' });
-    expect(outcome).toEqual({ ok: true, statusCode: 204, durationMs: expect.any(Number), result: '2xx' });
+    expect(outcome).toEqual({ ok: true, statusCode: 204, durationMs: expect.any(Number), result: '2xx', error: null, message: null, response: '' });
     expect(Number.isInteger(outcome.durationMs)).toBe(true);
     const [request] = receiver.requestsTo('/ok');
     expect(request?.method).toBe('POST');

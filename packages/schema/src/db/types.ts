@@ -108,7 +108,25 @@ export interface EntregasTable {
   ultimo_intento_en: NullableTimestamp;
   /** When the next attempt of a pending delivery is due; null once it has ended. */
   proximo_intento_en: NullableTimestamp;
+  /** The shipment of the event; null for a PING. */
+  numero_guia: string | null;
+  /** The delivery this one resends; null otherwise. */
+  reenvio_de: string | null;
   created_at: Timestamp;
+}
+
+export type AttemptErrorClass = 'TIMEOUT' | 'DNS' | 'CONNECTION' | 'TLS' | 'BLOCKED_ADDRESS' | 'HTTP_STATUS';
+
+/** One attempt of a delivery, with its reason. */
+export interface EntregaIntentosTable {
+  entrega_id: string;
+  numero: number;
+  fecha: Date;
+  status_code: number;
+  duracion_ms: number;
+  error: AttemptErrorClass | null;
+  mensaje: string | null;
+  respuesta: string | null;
 }
 
 export interface IdempotenciaTable {
@@ -129,6 +147,7 @@ export interface Database {
   outbox: OutboxTable;
   webhooks: WebhooksTable;
   entregas: EntregasTable;
+  entrega_intentos: EntregaIntentosTable;
   idempotencia: IdempotenciaTable;
 }
 
@@ -139,4 +158,5 @@ export type Sucursal = Selectable<SucursalesTable>;
 export type Guia = Selectable<GuiasTable>;
 export type Webhook = Selectable<WebhooksTable>;
 export type Entrega = Selectable<EntregasTable>;
+export type EntregaIntento = Selectable<EntregaIntentosTable>;
 export type OutboxRow = Selectable<OutboxTable>;

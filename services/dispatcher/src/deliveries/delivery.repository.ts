@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db, DeliveryState } from '@svc/schema';
+import type { AttemptErrorClass, Db, DeliveryState } from '@svc/schema';
 
 /**
  * The dispatcher's side of deliveries (`entregas`): the rows a fan-out creates, and the attempts
@@ -15,7 +15,8 @@ export interface PendingDelivery {
 }
 
 /**
- * One delivery per routed (event, webhook) pair (`routed`: rows of event_id, evento, webhook_id),
+ * One delivery per routed (event, webhook) pair (`routed`: rows of event_id, evento, numero_guia,
+ * webhook_id),
  * due at once, in one statement that also runs `alongside` (the fan-out marks its events there);
  * returns every one of them still pending. A second run of the same fan-out (a stalled job, or
  * the reconciler's re-queue) meets the unique (evento_id, webhook_id) index and inserts nothing:
@@ -27,8 +28,8 @@ export async function insertDeliveries(db: Db, routed: RawBuilder<unknown>, alon
     with routed as (${routed}),
     alongside as (${alongside}),
     ins as (
-      insert into entregas (id, webhook_id, evento_id, evento, proximo_intento_en)
-      select gen_random_uuid(), webhook_id, event_id, evento, now() from routed
+      insert into entregas (id, webhook_id, evento_id, evento, numero_guia, proximo_intento_en)
+      select gen_random_uuid(), webhook_id, event_id, evento, numero_guia, now() from routed
       on conflict (evento_id, webhook_id) where evento_id is not null do nothing
       returning id, evento_id, webhook_id, intentos
     )
@@ -69,10 +70,17 @@ export interface AttemptRecord {
   estado: DeliveryState;
   /** When the next attempt is due (`pendiente` only). */
   nextAt: Date | null;
+  durationMs: number;
+  /** Why it failed (null for a success), in the delivery log's words. */
+  error: AttemptErrorClass | null;
+  message: string | null;
+  /** The start of the receiver's answer; null when none came. */
+  response: string | null;
 }
 
 /**
- * Records a batch of attempts in one UPDATE. Only a pending row whose attempt this is changes, so
+ * Records a batch of attempts in one statement: each delivery's state and, in the delivery log,
+ * the attempt with its reason. Only a pending row whose attempt this is changes, so
  * a duplicate run (a stalled job picked up twice, a re-queue racing the original) cannot overwrite
  * an outcome or count an attempt twice: `intentos` takes the attempt's number. Returns the ids
  * that changed.
@@ -80,23 +88,36 @@ export interface AttemptRecord {
 export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[]): Promise<Set<string>> {
   if (attempts.length === 0) return new Set();
   const result = await sql<{ id: string }>`
-    update entregas as e set
-      intentos = v.intento,
-      status_code = v.status_code,
-      ultimo_intento_en = v.at,
-      estado = v.estado,
-      exitoso = (v.estado = 'exitosa'),
-      proximo_intento_en = v.next_at
-    from unnest(
-      ${sql.val(attempts.map((a) => a.id))}::uuid[],
-      ${sql.val(attempts.map((a) => a.attempt))}::int[],
-      ${sql.val(attempts.map((a) => a.statusCode))}::int[],
-      ${sql.val(attempts.map((a) => a.at.toISOString()))}::timestamptz[],
-      ${sql.val(attempts.map((a) => a.estado))}::text[],
-      ${sql.val(attempts.map((a) => a.nextAt?.toISOString() ?? null))}::timestamptz[]
-    ) as v(id, intento, status_code, at, estado, next_at)
-    where e.id = v.id and e.estado = 'pendiente' and e.intentos < v.intento
-    returning e.id
+    with v as (
+      select * from unnest(
+        ${sql.val(attempts.map((a) => a.id))}::uuid[],
+        ${sql.val(attempts.map((a) => a.attempt))}::int[],
+        ${sql.val(attempts.map((a) => a.statusCode))}::int[],
+        ${sql.val(attempts.map((a) => a.at.toISOString()))}::timestamptz[],
+        ${sql.val(attempts.map((a) => a.estado))}::text[],
+        ${sql.val(attempts.map((a) => a.nextAt?.toISOString() ?? null))}::timestamptz[],
+        ${sql.val(attempts.map((a) => a.durationMs))}::int[],
+        ${sql.val(attempts.map((a) => a.error))}::text[],
+        ${sql.val(attempts.map((a) => a.message))}::text[],
+        ${sql.val(attempts.map((a) => a.response))}::text[]
+      ) as v(id, intento, status_code, at, estado, next_at, duracion_ms, error, mensaje, respuesta)
+    ), changed as (
+      update entregas as e set
+        intentos = v.intento,
+        status_code = v.status_code,
+        ultimo_intento_en = v.at,
+        estado = v.estado,
+        exitoso = (v.estado = 'exitosa'),
+        proximo_intento_en = v.next_at
+      from v
+      where e.id = v.id and e.estado = 'pendiente' and e.intentos < v.intento
+      returning e.id
+    ), logged as (
+      insert into entrega_intentos (entrega_id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta)
+      select v.id, v.intento, v.at, v.status_code, v.duracion_ms, v.error, v.mensaje, v.respuesta
+      from v join changed using (id)
+    )
+    select id from changed
   `.execute(db);
   return new Set(result.rows.map((r) => r.id));
 }

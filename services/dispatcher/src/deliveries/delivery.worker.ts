@@ -143,13 +143,30 @@ export function createDeliveryProcessor(
     const estado: DeliveryState = outcome.ok ? 'exitosa' : last ? 'fallida' : 'pendiente';
     const nextAt = last ? null : new Date(endedAt + retryDelayMs(d.attempt));
     const changed = await record(
-      { id: d.deliveryId, attempt: d.attempt, statusCode: outcome.statusCode, at: new Date(outcome.timestamp), estado, nextAt },
+      {
+        id: d.deliveryId,
+        attempt: d.attempt,
+        statusCode: outcome.statusCode,
+        at: new Date(outcome.timestamp),
+        estado,
+        nextAt,
+        durationMs: outcome.durationMs,
+        error: outcome.error,
+        message: outcome.message,
+        response: outcome.response,
+      },
       d,
     );
     // Not changed: another run recorded this attempt meanwhile; its outcome stands.
     if (!changed) return 'duplicate';
 
-    const fields = { intentos: d.attempt, statusCode: outcome.statusCode, result: outcome.result, durationMs: Math.round(outcome.durationMs) };
+    const fields = {
+      intentos: d.attempt,
+      statusCode: outcome.statusCode,
+      result: outcome.result,
+      durationMs: Math.round(outcome.durationMs),
+      ...(outcome.ok ? {} : { error: outcome.error, reason: outcome.message }),
+    };
     if (outcome.ok) {
       metrics.eventToDelivery.observe(Math.max(0, endedAt - Date.parse(d.committedAt)) / 1000);
       finished(d, 'success', fields);

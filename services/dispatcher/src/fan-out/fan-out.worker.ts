@@ -27,7 +27,8 @@ export function createFanOut(deps: { db: Db; deliveryQueue: Pick<Queue<DeliveryJ
       // A stalled job can be run twice at once; one entry per event is enough.
       const byId = new Map(events.map((e) => [e.eventId, e]));
       const unique = [...byId.values()];
-      const pending = await insertDeliveries(db, subscribedWebhooks(unique), markFannedOut([...byId.keys()]));
+      const routable = unique.map((e) => ({ ...e, numeroGuia: e.data.numeroGuia }));
+      const pending = await insertDeliveries(db, subscribedWebhooks(routable), markFannedOut([...byId.keys()]));
       const perEvent = new Map<string, number>();
       const deliveries = pending.map((p): DeliveryJob => {
         const event = byId.get(p.eventId)!;

@@ -9,10 +9,12 @@ export interface RoutableEvent {
   empresaId: string;
   /** The branch that generated the event, or null for the company. */
   sucursalId: string | null;
+  /** The event's shipment. */
+  numeroGuia: string;
 }
 
 /**
- * The rows `(event_id uuid, evento text, webhook_id uuid)`: each event with every active webhook it
+ * The rows `(event_id uuid, evento text, numero_guia text, webhook_id uuid)`: each event with every active webhook it
  * goes to, as a fragment for the statement that records the deliveries (one round trip per batch).
  *
  * Routing: an event of the company reaches the webhooks with no branch; an event of a branch
@@ -21,13 +23,14 @@ export interface RoutableEvent {
  */
 export function subscribedWebhooks(events: readonly RoutableEvent[]): RawBuilder<unknown> {
   return sql`
-    select ev.event_id, ev.evento, w.id as webhook_id
+    select ev.event_id, ev.evento, ev.numero_guia, w.id as webhook_id
     from unnest(
       ${sql.val(events.map((e) => e.eventId))}::uuid[],
       ${sql.val(events.map((e) => e.evento))}::text[],
+      ${sql.val(events.map((e) => e.numeroGuia))}::text[],
       ${sql.val(events.map((e) => e.empresaId))}::uuid[],
       ${sql.val(events.map((e) => e.sucursalId))}::uuid[]
-    ) as ev(event_id, evento, empresa_id, sucursal_id)
+    ) as ev(event_id, evento, numero_guia, empresa_id, sucursal_id)
     join webhooks w
       on w.empresa_id = ev.empresa_id
      and w.activo

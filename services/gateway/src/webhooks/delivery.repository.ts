@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
-import type { Db, EventName } from '@svc/schema';
+import type { AttemptErrorClass, Db, DeliveryState, EventName } from '@svc/schema';
 
 /**
- * The gateway's side of deliveries (`entregas`): the PING it records, and what the webhook detail
- * and list show. Attempts of event deliveries are the dispatcher's to record.
+ * The gateway's side of deliveries (`entregas`, `entrega_intentos`): the PING it records, and what
+ * the webhook detail, the list and the delivery log show. Attempts of event deliveries are the
+ * dispatcher's to record.
  */
 
 /** A delivery as the webhook detail shows it. */
@@ -17,29 +18,33 @@ export interface Delivery {
   createdAt: Date;
 }
 
-/** Records the single attempt of a PING (the test operation): one row, already final. */
-export async function insertPingDelivery(
-  db: Db,
-  ping: { id: string; webhookId: string; ok: boolean; statusCode: number; at: Date },
-): Promise<Delivery> {
-  const row = await db
-    .insertInto('entregas')
-    .values({
-      id: ping.id,
-      webhook_id: ping.webhookId,
-      evento_id: null,
-      evento: 'PING',
-      estado: ping.ok ? 'exitosa' : 'fallida',
-      exitoso: ping.ok,
-      status_code: ping.statusCode,
-      intentos: 1,
-      ultimo_intento_en: ping.at,
-      // Created when its one attempt began, not when the attempt (up to 5 s) ended and was recorded.
-      created_at: ping.at,
-    })
-    .returning(['id', 'evento', 'exitoso', 'status_code', 'intentos', 'ultimo_intento_en', 'created_at'])
-    .executeTakeFirstOrThrow();
-  return toRecord(row);
+/** One attempt as the delivery log keeps it. */
+export interface AttemptLog {
+  numero: number;
+  /** When the attempt started. */
+  fecha: Date;
+  statusCode: number;
+  duracionMs: number;
+  error: AttemptErrorClass | null;
+  mensaje: string | null;
+  respuesta: string | null;
+}
+
+/**
+ * Records a PING (the test operation): one delivery, already final, and its one attempt, in one
+ * statement. It is created when its attempt began, not when the attempt (up to 5 s) ended.
+ */
+export async function insertPingDelivery(db: Db, ping: { id: string; webhookId: string; ok: boolean; attempt: AttemptLog }): Promise<void> {
+  const a = ping.attempt;
+  await sql`
+    with delivery as (
+      insert into entregas (id, webhook_id, evento_id, evento, estado, exitoso, status_code, intentos, ultimo_intento_en, created_at)
+      values (${ping.id}, ${ping.webhookId}, null, 'PING', ${ping.ok ? 'exitosa' : 'fallida'}, ${ping.ok}, ${a.statusCode}, 1, ${a.fecha}, ${a.fecha})
+      returning id
+    )
+    insert into entrega_intentos (entrega_id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta)
+    select id, 1, ${a.fecha}, ${a.statusCode}, ${a.duracionMs}, ${a.error}, ${a.mensaje}, ${a.respuesta} from delivery
+  `.execute(db);
 }
 
 /**
@@ -107,4 +112,120 @@ function toRecord(r: {
     ultimoIntentoEn: r.ultimo_intento_en,
     createdAt: r.created_at,
   };
+}
+
+// ---- the delivery log ------------------------------------------------------------------------------
+
+export interface DeliveryFilters {
+  exitoso?: boolean;
+  estado?: DeliveryState;
+  evento?: EventName;
+  /** On createdAt, inclusive. */
+  desde?: Date;
+  /** On createdAt, exclusive. */
+  hasta?: Date;
+}
+
+/** Where a page of the log starts: strictly after this delivery in (createdAt desc, id desc). */
+export interface LogPosition {
+  /** createdAt as Postgres writes it (microseconds: a JS Date would round it). */
+  at: string;
+  id: string;
+}
+
+export interface LoggedDelivery extends Delivery {
+  estado: DeliveryState;
+  eventoId: string | null;
+  numeroGuia: string | null;
+  reenvioDe: string | null;
+  position: LogPosition;
+}
+
+const logColumns = [
+  'id',
+  'evento',
+  'exitoso',
+  'status_code',
+  'intentos',
+  'ultimo_intento_en',
+  'created_at',
+  'estado',
+  'evento_id',
+  'numero_guia',
+  'reenvio_de',
+  sql<string>`created_at::text`.as('at'),
+] as const;
+
+function toLogged(r: {
+  id: string;
+  evento: EventName;
+  exitoso: boolean;
+  status_code: number;
+  intentos: number;
+  ultimo_intento_en: Date | null;
+  created_at: Date;
+  estado: DeliveryState;
+  evento_id: string | null;
+  numero_guia: string | null;
+  reenvio_de: string | null;
+  at: string;
+}): LoggedDelivery {
+  return {
+    ...toRecord(r),
+    estado: r.estado,
+    eventoId: r.evento_id,
+    numeroGuia: r.numero_guia,
+    reenvioDe: r.reenvio_de,
+    position: { at: r.at, id: r.id },
+  };
+}
+
+/** One page of a webhook's deliveries, newest first (the index on webhook_id, created_at, id). */
+export async function listDeliveryLog(
+  db: Db,
+  webhookId: string,
+  filters: DeliveryFilters,
+  limit: number,
+  after: LogPosition | undefined,
+): Promise<LoggedDelivery[]> {
+  let q = db.selectFrom('entregas').select(logColumns).where('webhook_id', '=', webhookId);
+  if (filters.exitoso !== undefined) q = q.where('exitoso', '=', filters.exitoso);
+  if (filters.estado !== undefined) q = q.where('estado', '=', filters.estado);
+  if (filters.evento !== undefined) q = q.where('evento', '=', filters.evento);
+  if (filters.desde !== undefined) q = q.where('created_at', '>=', filters.desde);
+  if (filters.hasta !== undefined) q = q.where('created_at', '<', filters.hasta);
+  if (after !== undefined) q = q.where(sql<boolean>`(created_at, id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
+  const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return rows.map(toLogged);
+}
+
+/** One delivery of the webhook, or undefined (another webhook's is not found). */
+export async function findLoggedDelivery(db: Db, webhookId: string, id: string): Promise<LoggedDelivery | undefined> {
+  const row = await db.selectFrom('entregas').select(logColumns).where('id', '=', id).where('webhook_id', '=', webhookId).executeTakeFirst();
+  return row && toLogged(row);
+}
+
+/** The attempts of a batch of deliveries, each delivery's oldest first. */
+export async function attemptsOf(db: Db, ids: readonly string[]): Promise<Map<string, AttemptLog[]>> {
+  const out = new Map<string, AttemptLog[]>(ids.map((id) => [id, []]));
+  if (ids.length === 0) return out;
+  const rows = await db
+    .selectFrom('entrega_intentos')
+    .selectAll()
+    .where('entrega_id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
+    .orderBy('entrega_id')
+    .orderBy('numero')
+    .execute();
+  for (const r of rows) {
+    out.get(r.entrega_id)?.push({
+      numero: r.numero,
+      fecha: r.fecha,
+      statusCode: r.status_code,
+      duracionMs: r.duracion_ms,
+      error: r.error,
+      mensaje: r.mensaje,
+      respuesta: r.respuesta,
+    });
+  }
+  return out;
 }

@@ -6,6 +6,8 @@ import { requireCompany, requireBranch } from '../companies/company.service';
 import {
   createWebhook,
   deleteWebhook,
+  deliveryDetail,
+  deliveryLog,
   listWebhooks,
   patchWebhook,
   pingWebhook,
@@ -54,6 +56,21 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
       const principal = principalOf(req);
       requireHead(principal);
       const data = await deleteWebhook(deps, scopeOf(principal), String(req.params.id));
+      res.json({ success: true, data });
+    },
+  });
+
+  // The delivery log: readable by every token that reads the webhook's detail.
+  route(router, '/webhooks/:id/entregas', {
+    get: async (req, res) => {
+      const data = await deliveryLog(deps, scopeOf(principalOf(req)), String(req.params.id), req.query as Record<string, unknown>);
+      res.json({ success: true, data });
+    },
+  });
+
+  route(router, '/webhooks/:id/entregas/:entregaId', {
+    get: async (req, res) => {
+      const data = await deliveryDetail(deps, scopeOf(principalOf(req)), String(req.params.id), String(req.params.entregaId));
       res.json({ success: true, data });
     },
   });

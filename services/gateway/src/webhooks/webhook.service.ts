@@ -4,7 +4,19 @@ import { attemptDelivery, checkWebhookUrl } from '@svc/webhook-sender';
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
 import { lockCompany } from '../companies/company.repository';
-import { insertPingDelivery, lastAttemptPerWebhook, latestDeliveries, type Delivery, type LastAttempt } from './delivery.repository';
+import {
+  attemptsOf,
+  findLoggedDelivery,
+  insertPingDelivery,
+  lastAttemptPerWebhook,
+  latestDeliveries,
+  listDeliveryLog,
+  type AttemptLog,
+  type Delivery,
+  type LastAttempt,
+  type LoggedDelivery,
+} from './delivery.repository';
+import { parseLogQuery, encodeLogCursor } from './delivery-log.query';
 import {
   countActive,
   deactivateWebhook,
@@ -193,12 +205,80 @@ export async function pingWebhook(deps: Deps, scope: WebhookScope, id: string) {
     id: deliveryId,
     webhookId: w.id,
     ok: outcome.ok,
-    statusCode: outcome.statusCode,
-    at: new Date(outcome.timestamp),
+    attempt: {
+      numero: 1,
+      fecha: new Date(outcome.timestamp),
+      statusCode: outcome.statusCode,
+      duracionMs: durationMs,
+      error: outcome.error,
+      mensaje: outcome.message,
+      respuesta: outcome.response,
+    },
   });
   deps.logger.info(
-    { webhookId: w.id, deliveryId, exitoso: outcome.ok, statusCode: outcome.statusCode, result: outcome.result, durationMs },
+    {
+      webhookId: w.id,
+      deliveryId,
+      exitoso: outcome.ok,
+      statusCode: outcome.statusCode,
+      result: outcome.result,
+      durationMs,
+      ...(outcome.ok ? {} : { error: outcome.error, reason: outcome.message }),
+    },
     'webhook ping',
   );
   return { exitoso: outcome.ok, statusCode: outcome.statusCode, durationMs };
+}
+
+// ---- the delivery log ------------------------------------------------------------------------------
+
+function presentAttempt(a: AttemptLog) {
+  return {
+    numero: a.numero,
+    fecha: a.fecha.toISOString(),
+    statusCode: a.statusCode,
+    duracionMs: a.duracionMs,
+    error: a.error,
+    mensaje: a.mensaje,
+    respuesta: a.respuesta,
+  };
+}
+
+/** EntregaDetalle: the Delivery of the contract, and what the log adds. */
+function presentLogged(d: LoggedDelivery, attempts: AttemptLog[]) {
+  return {
+    ...presentDelivery(d),
+    estado: d.estado,
+    // A PING has no event: its own id names it.
+    eventoId: d.eventoId ?? d.id,
+    numeroGuia: d.numeroGuia,
+    reenvioDe: d.reenvioDe,
+    intentosDetalle: attempts.map(presentAttempt),
+  };
+}
+
+/** Every delivery of one webhook, newest first, filtered and paged. */
+export async function deliveryLog(deps: Deps, scope: WebhookScope, id: string, query: Record<string, unknown>) {
+  const { limit, after, filters } = parseLogQuery(query);
+  const w = await requireWebhook(deps, scope, id);
+  const rows = await listDeliveryLog(deps.db, w.id, filters, limit + 1, after);
+  const page = rows.slice(0, limit);
+  const attempts = await attemptsOf(
+    deps.db,
+    page.map((d) => d.id),
+  );
+  const last = page[page.length - 1];
+  return {
+    entregas: page.map((d) => presentLogged(d, attempts.get(d.id) ?? [])),
+    nextCursor: rows.length > limit && last ? encodeLogCursor(last.position) : null,
+  };
+}
+
+/** One delivery of the webhook, with its attempts. */
+export async function deliveryDetail(deps: Deps, scope: WebhookScope, id: string, entregaId: string) {
+  const w = await requireWebhook(deps, scope, id);
+  const d = isUuid(entregaId) ? await findLoggedDelivery(deps.db, w.id, entregaId) : undefined;
+  if (!d) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
+  const attempts = await attemptsOf(deps.db, [d.id]);
+  return presentLogged(d, attempts.get(d.id) ?? []);
 }

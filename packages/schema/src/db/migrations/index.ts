@@ -3,6 +3,7 @@ import * as foundation from './20261122080000_foundation';
 import * as shipments from './20261122080100_shipments';
 import * as webhooks from './20261122080200_webhooks';
 import * as reconciliation from './20261123090000_reconciliation';
+import * as deliveryLog from './20261123100000_delivery_log';
 
 /** Every migration by its timestamped name; a static list so bundlers and test runners see them. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '20261122080100_shipments': shipments,
   '20261122080200_webhooks': webhooks,
   '20261123090000_reconciliation': reconciliation,
+  '20261123100000_delivery_log': deliveryLog,
 };
