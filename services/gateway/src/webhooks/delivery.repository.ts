@@ -156,20 +156,15 @@ const logColumns = [
   sql<string>`created_at::text`.as('at'),
 ] as const;
 
-function toLogged(r: {
-  id: string;
-  evento: EventName;
-  exitoso: boolean;
-  status_code: number;
-  intentos: number;
-  ultimo_intento_en: Date | null;
-  created_at: Date;
+type LoggedRow = Parameters<typeof toRecord>[0] & {
   estado: DeliveryState;
   evento_id: string | null;
   numero_guia: string | null;
   reenvio_de: string | null;
   at: string;
-}): LoggedDelivery {
+};
+
+function toLogged(r: LoggedRow): LoggedDelivery {
   return {
     ...toRecord(r),
     estado: r.estado,
