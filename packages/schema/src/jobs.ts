@@ -144,12 +144,15 @@ export function queueFor<P>(
   return new Queue<P>(contract.queue, { ...settings, defaultJobOptions: contract.options });
 }
 
-/** The entries of one `addBulk`: each payload under the contract's name, options and job id. */
-export function bulkJobs<P>(contract: JobContract<P>, payloads: readonly P[]) {
+/**
+ * The entries of one `addBulk`: each payload under the contract's name, options and job id;
+ * `extra` adds options of this add only (a delay).
+ */
+export function bulkJobs<P>(contract: JobContract<P>, payloads: readonly P[], extra: Pick<JobsOptions, 'delay'> = {}) {
   return payloads.map((data) => ({
     name: contract.name,
     data,
-    opts: { ...contract.options, jobId: contract.jobId(data) },
+    opts: { ...contract.options, ...extra, jobId: contract.jobId(data) },
   }));
 }
 

@@ -154,8 +154,10 @@ async function excerpt(body: AsyncIterable<Buffer> & { destroy(): unknown }): Pr
   } catch {
     complete = false;
   }
-  // Code points, not UTF-16 units: a character is never cut in half.
-  const text = [...new TextDecoder().decode(Buffer.concat(kept).subarray(0, keep))].slice(0, MAX_RESPONSE_LENGTH).join('');
+  const decoded = new TextDecoder().decode(Buffer.concat(kept).subarray(0, keep));
+  // Code points, not UTF-16 units, so a character is never cut in half; a text of at most that
+  // many units (the usual short answer) has at most that many code points and is kept as it is.
+  const text = decoded.length <= MAX_RESPONSE_LENGTH ? decoded : [...decoded].slice(0, MAX_RESPONSE_LENGTH).join('');
   return { text, complete };
 }
 

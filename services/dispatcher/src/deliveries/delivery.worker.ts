@@ -179,7 +179,7 @@ export function createDeliveryProcessor(
     logger.debug({ deliveryId: d.deliveryId, webhookId: d.webhookId, requestId: d.requestId, ...fields }, 'attempt failed; will retry');
     const next: DeliveryJob = { ...d, attempt: d.attempt + 1 };
     try {
-      await deliveryQueue.addBulk(bulkJobs(JOBS.delivery, [next]).map((j) => ({ ...j, opts: { ...j.opts, delay: nextAt!.getTime() - Date.now() } })));
+      await deliveryQueue.addBulk(bulkJobs(JOBS.delivery, [next], { delay: nextAt!.getTime() - Date.now() }));
     } catch (err) {
       // Recorded with its due time: the reconciler queues it once it is overdue.
       logger.warn({ deliveryId: d.deliveryId, attempt: next.attempt, err: (err as Error).message }, 'next attempt not queued; the reconciler will');

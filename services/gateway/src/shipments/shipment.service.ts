@@ -15,6 +15,7 @@ import type { Principal } from '../auth/principal';
 import { insertEvents } from '../outbox/outbox.repository';
 import { idempotent, type IdempotencyRequest, type IdempotentAnswer } from '../idempotency/idempotency';
 import { readAllowance } from '../companies/company.repository';
+import { pageParams } from '../http/query-params';
 import { generateNumeroGuia, isPlausibleNumeroGuia } from './numero-guia';
 import { nextEstado } from './shipment-state';
 import {
@@ -159,25 +160,10 @@ async function refusal(deps: Deps, trx: Deps['db'], empresaId: string, n: number
 
 // ---- listing and tracking -------------------------------------------------------------------------
 
-export const DEFAULT_PAGE = 50;
-export const MAX_PAGE = 100;
-
-function single(value: unknown, name: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new AppError('VALIDATION_ERROR', `${name} must be given once`);
-  return value;
-}
-
 /** `?limit=` 1..100 (default 50) and the opaque `?cursor=` of the previous page. */
 export function parseListQuery(query: Record<string, unknown>): { limit: number; beforeId: string | undefined } {
-  const limitText = single(query.limit, 'limit');
-  let limit = DEFAULT_PAGE;
-  if (limitText !== undefined) {
-    limit = /^[0-9]{1,3}$/.test(limitText) ? Number(limitText) : 0;
-    if (limit < 1 || limit > MAX_PAGE) throw new AppError('VALIDATION_ERROR', `limit must be an integer from 1 to ${MAX_PAGE}`);
-  }
-  const cursor = single(query.cursor, 'cursor');
-  return { limit, beforeId: cursor === undefined ? undefined : decodeCursor(cursor) };
+  const { limit, after } = pageParams(query, decodeCursor);
+  return { limit, beforeId: after };
 }
 
 const MAX_BIGINT = 9223372036854775807n;

@@ -1,29 +1,20 @@
 import { AppError, EVENT_NAMES, type DeliveryState, type EventName } from '@svc/schema';
+import { pageParams, singleParam } from '../http/query-params';
 import type { DeliveryFilters, LogPosition } from './delivery.repository';
-
-export const DEFAULT_LOG_PAGE = 50;
-export const MAX_LOG_PAGE = 100;
 
 const ESTADOS: readonly DeliveryState[] = ['pendiente', 'exitosa', 'fallida'];
 // A calendar date, or a date and time with an optional offset (ISO 8601 as integrators write it).
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?)?$/;
 
-function single(query: Record<string, unknown>, name: string): string | undefined {
-  const value = query[name];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new AppError('VALIDATION_ERROR', `${name} must be given once`);
-  return value;
-}
-
 function oneOf<T extends string>(query: Record<string, unknown>, name: string, allowed: readonly T[]): T | undefined {
-  const value = single(query, name);
+  const value = singleParam(query, name);
   if (value === undefined) return undefined;
   if (!(allowed as readonly string[]).includes(value)) throw new AppError('VALIDATION_ERROR', `${name} must be one of ${allowed.join(', ')}`);
   return value as T;
 }
 
 function instant(query: Record<string, unknown>, name: string): Date | undefined {
-  const value = single(query, name);
+  const value = singleParam(query, name);
   if (value === undefined) return undefined;
   const at = ISO_8601.test(value) ? new Date(value) : undefined;
   if (!at || Number.isNaN(at.getTime())) throw new AppError('VALIDATION_ERROR', `${name} must be an ISO 8601 date or date-time`);
@@ -46,13 +37,7 @@ function decodeLogCursor(cursor: string): LogPosition {
 
 /** The delivery log's query: limit, cursor, exitoso, estado, evento, desde, hasta. */
 export function parseLogQuery(query: Record<string, unknown>): { limit: number; after: LogPosition | undefined; filters: DeliveryFilters } {
-  const limitText = single(query, 'limit');
-  let limit = DEFAULT_LOG_PAGE;
-  if (limitText !== undefined) {
-    limit = /^[0-9]{1,3}$/.test(limitText) ? Number(limitText) : 0;
-    if (limit < 1 || limit > MAX_LOG_PAGE) throw new AppError('VALIDATION_ERROR', `limit must be an integer from 1 to ${MAX_LOG_PAGE}`);
-  }
-  const cursor = single(query, 'cursor');
+  const { limit, after } = pageParams(query, decodeLogCursor);
   const exitoso = oneOf(query, 'exitoso', ['true', 'false'] as const);
   const filters: DeliveryFilters = {
     exitoso: exitoso === undefined ? undefined : exitoso === 'true',
@@ -64,5 +49,5 @@ export function parseLogQuery(query: Record<string, unknown>): { limit: number; 
   if (filters.desde && filters.hasta && filters.desde >= filters.hasta) {
     throw new AppError('VALIDATION_ERROR', 'desde must be before hasta');
   }
-  return { limit, after: cursor === undefined ? undefined : decodeLogCursor(cursor), filters };
+  return { limit, after, filters };
 }
