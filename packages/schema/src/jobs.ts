@@ -32,6 +32,11 @@ export interface DeliveryJob {
   deliveryId: string;
   /** 1..DELIVERY_MAX_ATTEMPTS. The record in Postgres counts attempts; this names the job. */
   attempt: number;
+  /**
+   * Set by the fan-out on the first job of a delivery it has just created: no other job can have
+   * sent it, so that job's first run need not read the delivery's progress. Absent: read it.
+   */
+  fresh?: boolean;
   webhookId: string;
   eventId: string;
   evento: ShipmentEvent;
@@ -129,7 +134,13 @@ export const JOBS = {
     jobId: (p) => `${p.deliveryId}.${p.attempt}`,
     validate: compile<DeliveryJob>({
       type: 'object',
-      properties: { ...common, deliveryId: uuid, attempt: { type: 'integer', minimum: 1, maximum: DELIVERY_MAX_ATTEMPTS }, webhookId: uuid },
+      properties: {
+        ...common,
+        deliveryId: uuid,
+        attempt: { type: 'integer', minimum: 1, maximum: DELIVERY_MAX_ATTEMPTS },
+        fresh: { type: 'boolean' },
+        webhookId: uuid,
+      },
       required: ['deliveryId', 'attempt', 'webhookId', 'eventId', 'evento', 'data', 'committedAt', 'requestId'],
       additionalProperties: false,
     }),

@@ -12,6 +12,8 @@ export interface PendingDelivery {
   webhookId: string;
   /** The number of its next attempt. */
   attempt: number;
+  /** Created by this very statement (not found from an earlier run). */
+  fresh: boolean;
 }
 
 /**
@@ -24,7 +26,7 @@ export interface PendingDelivery {
  * are queued again under the same job ids (a no-op in Redis when they are still there).
  */
 export async function insertDeliveries(db: Db, routed: RawBuilder<unknown>, alongside: RawBuilder<unknown>): Promise<PendingDelivery[]> {
-  const result = await sql<{ id: string; evento_id: string; webhook_id: string; intentos: number }>`
+  const result = await sql<{ id: string; evento_id: string; webhook_id: string; intentos: number; fresh: boolean }>`
     with routed as (${routed}),
     alongside as (${alongside}),
     ins as (
@@ -33,13 +35,13 @@ export async function insertDeliveries(db: Db, routed: RawBuilder<unknown>, alon
       on conflict (evento_id, webhook_id) where evento_id is not null do nothing
       returning id, evento_id, webhook_id, intentos
     )
-    select id, evento_id, webhook_id, intentos from ins
+    select id, evento_id, webhook_id, intentos, true as fresh from ins
     union all
-    select e.id, e.evento_id, e.webhook_id, e.intentos
+    select e.id, e.evento_id, e.webhook_id, e.intentos, false as fresh
     from entregas e join routed r on e.evento_id = r.event_id and e.webhook_id = r.webhook_id
     where e.estado = 'pendiente'
   `.execute(db);
-  return result.rows.map((r) => ({ deliveryId: r.id, eventId: r.evento_id, webhookId: r.webhook_id, attempt: r.intentos + 1 }));
+  return result.rows.map((r) => ({ deliveryId: r.id, eventId: r.evento_id, webhookId: r.webhook_id, attempt: r.intentos + 1, fresh: r.fresh }));
 }
 
 export interface DeliveryProgress {

@@ -113,8 +113,12 @@ export function createDeliveryProcessor(
 
   async function process(job: Job<unknown>): Promise<DeliveryStep> {
     const d = validPayload(JOBS.delivery, job);
+    // The first run of a delivery's first job, made by the fan-out that created the delivery: no
+    // other job has sent it, so its progress is known (pending, nothing made) without a read. This
+    // spares a Postgres read on nearly every delivery (bench/README.md, issue 10 figures).
+    const untouched = d.fresh === true && d.attempt === 1 && job.attemptsMade === 0 && (job.attemptsStarted ?? 1) <= 1;
     const [now, target] = await Promise.all([
-      progress.submit(d.deliveryId),
+      untouched ? { estado: 'pendiente' as const, intentos: 0 } : progress.submit(d.deliveryId),
       // A first attempt takes the webhook from a cache of one second; a retry reads it afresh.
       d.attempt === 1 ? cachedWebhook(d.webhookId) : webhooks.submit(d.webhookId),
     ]);
@@ -177,7 +181,8 @@ export function createDeliveryProcessor(
       return 'failure';
     }
     logger.debug({ deliveryId: d.deliveryId, webhookId: d.webhookId, requestId: d.requestId, ...fields }, 'attempt failed; will retry');
-    const next: DeliveryJob = { ...d, attempt: d.attempt + 1 };
+    const { fresh: _fresh, ...rest } = d;
+    const next: DeliveryJob = { ...rest, attempt: d.attempt + 1 };
     try {
       await deliveryQueue.addBulk(bulkJobs(JOBS.delivery, [next], { delay: nextAt!.getTime() - Date.now() }));
     } catch (err) {

@@ -36,6 +36,7 @@ export function createFanOut(deps: { db: Db; deliveryQueue: Pick<Queue<DeliveryJ
         return {
           deliveryId: p.deliveryId,
           attempt: p.attempt,
+          ...(p.fresh ? { fresh: true } : {}),
           webhookId: p.webhookId,
           eventId: p.eventId,
           evento: event.evento,
