@@ -4,7 +4,8 @@
 #     --build-arg METRICS_PORT_VAR=GATEWAY_METRICS_PORT --build-arg METRICS_PORT=9101 -t svc-gateway .
 #   docker build --build-arg SERVICE=dispatcher --build-arg PORTS=9102 \
 #     --build-arg METRICS_PORT_VAR=DISPATCHER_METRICS_PORT --build-arg METRICS_PORT=9102 -t svc-dispatcher .
-# The gateway's image also applies migrations (docker-compose.yml's `migrate` service overrides the command).
+# The gateway's image also applies migrations (docker-compose.yml's `migrate` service overrides the
+# command with `node dist/migrate.js`, the compiled `pnpm migrate`).
 
 ARG NODE_IMAGE=node:20-slim
 
@@ -16,18 +17,22 @@ ARG SERVICE
 # npm needs no signature keys that an older corepack may lack.
 RUN npm install -g "pnpm@${PNPM_VERSION}" --no-fund --no-audit --loglevel=error
 WORKDIR /workspace
-# The lockfile alone decides what is fetched, so this layer (the store in it) is reused until
-# pnpm-lock.yaml changes, and the deploy below can run offline. The build stage is discarded.
+ENV PNPM_STORE_DIR=/pnpm/store
+# scripts/image-build.sh holds every install, build and deploy step (test/infra/image-build.test.ts
+# runs the same script). The lockfile alone decides what is fetched, so this layer (the store in it)
+# is reused until pnpm-lock.yaml changes. Dev dependencies included: the build needs tsc and esbuild.
 COPY pnpm-lock.yaml pnpm-workspace.yaml ./
-RUN pnpm fetch --prod --store-dir /pnpm/store
+# pnpm-workspace.yaml's patchedDependencies: `pnpm fetch` fails (ERR_PNPM_PATCH_NOT_FOUND) without them.
+COPY patches ./patches
+COPY scripts/image-build.sh scripts/
+RUN scripts/image-build.sh fetch
 COPY . .
-# A self-contained tree: the service's own files plus its production dependencies, the workspace
-# packages (@svc/schema, @svc/observability...) copied in as real directories. No dev tooling.
-# --legacy: the workspace links its packages instead of injecting them (pnpm 10's default deploy
-# needs inject-workspace-packages).
-RUN pnpm --filter @svc/${SERVICE} --prod deploy --legacy --offline --store-dir /pnpm/store /out
+# Offline from here: install from the store as locked, `pnpm build`, then deploy the service's
+# production tree (dist/ + production node_modules, the workspace packages copied in) to /out/<SERVICE>.
+RUN scripts/image-build.sh deploy /out ${SERVICE}
 
 FROM ${NODE_IMAGE} AS runtime
+ARG SERVICE
 # Every port the service listens on (EXPOSE documents them).
 ARG PORTS
 # The variable the service reads its metrics port from, and that port's default: the health check
@@ -39,12 +44,12 @@ ENV NODE_ENV=production \
     ${METRICS_PORT_VAR}=${METRICS_PORT}
 WORKDIR /app
 # Owned by root and read-only to the process: the service writes nothing to its own tree.
-COPY --from=build /out ./
+COPY --from=build /out/${SERVICE} ./
 USER node
 EXPOSE ${PORTS}
 # Ready = Postgres and Redis answer (the metrics port's /readyz). No curl in the slim image: node's fetch.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
     CMD ["node", "-e", "const e=process.env;fetch('http://127.0.0.1:'+e[e.SVC_METRICS_PORT_VAR]+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# `pnpm start` runs `tsx src/main.ts`; here the tsx loader runs in the one node process, so SIGTERM
-# reaches main.ts directly and the graceful stop runs (no wrapper process in between).
-CMD ["node", "--import", "tsx", "src/main.ts"]
+# The compiled bundle (`pnpm build`), as the service's `start:prod` script runs it: plain node, no tsx.
+# node is PID 1's only child (compose's init), so SIGTERM reaches it and the graceful stop runs.
+CMD ["node", "dist/main.js"]

@@ -1,22 +1,26 @@
 // `pnpm bench:dispatcher`: one script, real Postgres and Redis, everything on loopback.
 //  1. baseline: a no-op BullMQ worker (child process) empties a queue of N jobs;
-//  2. throughput: the real dispatcher (child process, services/dispatcher/src/main.ts) fans out N
+//  2. saturation: the real dispatcher (child process, services/dispatcher/src/main.ts) fans out N
 //     events queued beforehand and delivers each, signed, over HTTPS to a keep-alive receiver
 //     (child process) that answers 200 at once; timed until every delivery is recorded `exitosa`;
-//  3. latency: events committed (outbox row, then queued, as the gateway's relay does) at a paced
-//     200 per second; commit → receipt at the receiver, p50 and p99.
-// Method and figures: bench/README.md (dispatcher section).
-import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+//  3. paced: for each rate of BENCH_PACED_RATES (200,500 events/s), events committed (an outbox
+//     row, then queued, as the gateway's relay does) at that rate for BENCH_PACED_SECONDS;
+//     commit → receipt at the receiver, and the latency of each hop from the event job's times.
+// For each dispatcher phase: CPU per delivery, Redis commands and BullMQ scripts per delivery and
+// the commands called most; at the end a summary and the targets of issue 16.
+// Method, what each figure includes, and figures: bench/README.md (dispatcher section).
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { bulkJobs, JOBS, queueFor, type ShipmentEventJob } from '@svc/schema';
 import { cpuSnapshot } from '../support/cpu';
 import { freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
+import { addEvents, ask, benchWebhooks, child, eventJob, now, sleep, waitDelivered } from '../support/dispatcher-bench';
+import { commandDelta, jobTimes, noscriptCommands, redisCommandStats, topCommands, type RedisCommandDelta } from '../support/redis-stats';
 import { deletePrefix } from '../../test/support/redis-prefix';
 
 const ROOT = join(__dirname, '..', '..');
@@ -27,95 +31,115 @@ const PREFIX = `svcbench:disp:${randomBytes(4).toString('hex')}`;
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
 const WARMUP_EVENTS = Number(process.env.BENCH_WARMUP_EVENTS ?? 3000);
 const WEBHOOKS = Number(process.env.BENCH_WEBHOOKS ?? 1);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
-const PACED_RATE = Number(process.env.BENCH_PACED_RATE ?? 200);
+// The dispatcher's own default (DISPATCHER_CONCURRENCY): issue 16's targets are at the default concurrency.
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
+const PACED_RATES = (process.env.BENCH_PACED_RATES ?? '200,500').split(',').map(Number).filter((r) => r > 0);
 const PACED_SECONDS = Number(process.env.BENCH_PACED_SECONDS ?? 15);
+/** Dispatcher CPU ms per delivery at 200/s of the code before issue 16, to compare with (target: at most half). */
+const REF_CPU_200 = process.env.BENCH_REF_CPU_200 ? Number(process.env.BENCH_REF_CPU_200) : undefined;
 const RECEIVER_PORT = Number(process.env.BENCH_RECEIVER_PORT ?? 3943);
 const METRICS_PORT = Number(process.env.BENCH_METRICS_PORT ?? 3944);
 const NOOP_QUEUE = 'bench-noop';
+/** Connections the paced phases commit their outbox rows on (a late commit does not hold up the next). */
+const PACER_CONNECTIONS = 16;
+/** BullMQ keeps this many completed event jobs (and their times); older ones are removed. */
+const KEPT_EVENT_JOBS = JOBS.shipmentEvent.options.removeOnComplete.count;
 
-const now = (): number => performance.timeOrigin + performance.now();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+// ---- measuring ------------------------------------------------------------------------------------
 
-// ---- child processes ------------------------------------------------------------------------------
-
-function child(name: string, script: string, env: Record<string, string>, ipc: boolean, nodeArgs: string[] = []): ChildProcess {
-  const options = { cwd: ROOT, env: { ...process.env, ...env }, execArgv: [...nodeArgs, '--import', 'tsx'] };
-  const c = ipc
-    ? fork(script, [], { ...options, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
-    : spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script], { ...options, stdio: ['ignore', 'ignore', 'pipe'] });
-  c.stderr?.on('data', (b: Buffer) => process.stderr.write(`[${name}] ${b.toString()}`));
-  return c;
+/** CPU seconds each group used over `seconds`; `others` is the rest of the machine (neither these groups nor the bench process). */
+interface Cpu {
+  seconds: number;
+  used: Record<string, number>;
 }
 
-function ask<T>(c: ChildProcess, msg: object, key: string): Promise<T> {
-  return new Promise((resolve) => {
-    const on = (m: Record<string, unknown>): void => {
-      if (key in m) {
-        c.off('message', on);
-        resolve(m as T);
-      }
-    };
-    c.on('message', on);
-    if (Object.keys(msg).length) c.send(msg);
-  });
-}
-
-/** CPU use of each group since the meter started: % of one core, and CPU ms per unit of work if given. */
-function cpuMeter(groups: Record<string, number | RegExp>): (units?: number) => string {
+/** Starts measuring the CPU of each group (pids, or every process whose name matches); call the result to read it. */
+function cpuMeter(groups: Record<string, number | RegExp>): () => Cpu {
   const started = now();
   const before = cpuSnapshot(groups);
-  return (units) => {
-    const seconds = (now() - started) / 1000;
+  return () => {
     const after = cpuSnapshot(groups);
-    let total = 0;
-    const parts = Object.keys(groups).map((k) => {
-      const used = Math.max(0, after[k]! - before[k]!);
-      total += used;
-      const per = units ? ` (${((used * 1000) / units).toFixed(3)} ms/delivery)` : '';
-      return `${k} ${Math.round((used / seconds) * 100)}%${per}`;
-    });
-    return parts.join(', ') + (units ? `; total ${((total * 1000) / units).toFixed(3)} CPU ms per delivery` : '');
+    const used: Record<string, number> = {};
+    let ours = after.bench! - before.bench!;
+    for (const k of Object.keys(groups)) {
+      const seconds = Math.max(0, after[k]! - before[k]!);
+      used[k] = seconds;
+      ours += seconds;
+    }
+    used.others = Math.max(0, after.machine! - before.machine! - ours);
+    return { seconds: (now() - started) / 1000, used };
   };
 }
 
-// ---- events -----------------------------------------------------------------------------------
+/** `dispatcher 45% (0.250 ms/delivery), ...; total ... CPU ms per delivery` (`others` in % only, out of the total). */
+function cpuText(cpu: Cpu, units?: number): string {
+  let total = 0;
+  const parts = Object.entries(cpu.used).map(([k, used]) => {
+    const share = `${k} ${Math.round((used / cpu.seconds) * 100)}%`;
+    if (!units || k === 'others') return share;
+    total += used;
+    return `${share} (${((used * 1000) / units).toFixed(3)} ms/delivery)`;
+  });
+  return parts.join(', ') + (units ? `; total ${((total * 1000) / units).toFixed(3)} CPU ms per delivery (others apart)` : '');
+}
 
-function eventJob(empresaId: string, i: number, committedAt: string): ShipmentEventJob {
-  return {
-    eventId: randomUUID(),
-    evento: 'GUIA_CREADA',
-    empresaId,
-    sucursalId: null,
-    data: { numeroGuia: `SVCBENCH${String(i).padStart(8, '0')}`, estado: 'CREADA' },
-    committedAt,
-    requestId: randomUUID(),
+/** What a dispatcher phase cost: CPU of each process and the commands Redis ran (every client of it). */
+interface Load {
+  deliveries: number;
+  cpu: Cpu;
+  redis: RedisCommandDelta;
+}
+
+const perDelivery = (load: Load, group: string): number => ((load.cpu.used[group] ?? NaN) * 1000) / load.deliveries;
+const scriptsPerDelivery = (load: Load): number => load.redis.scripts / load.deliveries;
+
+/** Starts measuring a phase; call the result with the phase's number of deliveries to read it. */
+async function loadMeter(b: Bench): Promise<(deliveries: number) => Promise<Load>> {
+  const before = await redisCommandStats(b.redis);
+  const cpu = cpuMeter(b.cpuGroups);
+  return async (deliveries) => {
+    const used = cpu();
+    return { deliveries, cpu: used, redis: commandDelta(before, await redisCommandStats(b.redis)) };
   };
 }
 
-async function addEvents(queue: Queue<ShipmentEventJob>, jobs: ShipmentEventJob[]): Promise<void> {
-  for (let i = 0; i < jobs.length; i += 1000) {
-    await queue.addBulk(bulkJobs(JOBS.shipmentEvent, jobs.slice(i, i + 1000)));
-  }
+/** `note`: what the phase's Postgres and Redis figures include besides the dispatcher's own work. */
+async function printLoad(b: Bench, load: Load, note: string): Promise<void> {
+  const d = load.deliveries;
+  const roundTrips = await noscriptCommands(b.redis, load.redis.calls.keys());
+  console.log(`    CPU (% of one core; ${note}): ${cpuText(load.cpu, d)}`);
+  console.log(
+    `    Redis per delivery (every client of this Redis counts, other sessions' too): ` +
+      `${(load.redis.total / d).toFixed(1)} commands (those run inside scripts included), ${scriptsPerDelivery(load).toFixed(2)} BullMQ scripts ` +
+      `(evalsha/eval/fcall calls); most called: ${topCommands(load.redis.calls, d)}; ` +
+      `most called of those no script can run (each a client's round trip): ${topCommands(load.redis.calls, d, 5, roundTrips)}`,
+  );
 }
 
-/**
- * Waits until the dispatcher has counted `expected` finished deliveries (its counter moves only
- * after a delivery's record has committed), reading its /metrics rather than polling Postgres, so
- * the wait adds no load to what is measured. The caller checks the database afterwards.
- */
-async function waitDelivered(metricsPort: number, expected: number, timeoutMs: number, pollMs = 100): Promise<number> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    let n = 0;
-    try {
-      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-      for (const m of text.matchAll(/^svc_webhook_deliveries_total\{[^}]*\} (\d+)/gm)) n += Number(m[1]);
-    } catch {}
-    if (n >= expected) return now();
-    if (Date.now() > until) throw new Error(`only ${n} of ${expected} deliveries finished`);
-    await sleep(pollMs);
-  }
+/** The p-th percentile of ascending `sorted` (undefined when empty). */
+const pct = (sorted: readonly number[], p: number): number | undefined => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const ms = (v: number | undefined): string => (v === undefined ? '-' : v.toFixed(1));
+const ascending = (values: number[]): number[] => values.sort((x, y) => x - y);
+const p50p99 = (values: number[]): string => {
+  const s = ascending(values);
+  return `${ms(pct(s, 50))} / ${ms(pct(s, 99))}`;
+};
+
+// ---- the bench's parts ------------------------------------------------------------------------------
+
+interface Bench {
+  check: pg.Client;
+  /** The paced phases' connections (outbox rows, as the gateway writes them). */
+  pool: pg.Pool;
+  redis: Redis;
+  eventsQueue: Queue<ShipmentEventJob>;
+  receiver: ChildProcess;
+  empresaId: string;
+  cpuGroups: Record<string, number | RegExp>;
+  /** Deliveries the dispatcher's counter (cumulative) should have reached so far. */
+  delivered: number;
+  /** Numbering of the bench's events (their `numeroGuia`). */
+  nextEvent: number;
 }
 
 /** Waits until the receiver has had `expected` requests in all (asked over IPC: no load on the measured side). */
@@ -129,78 +153,287 @@ async function waitReceived(receiver: ChildProcess, expected: number, timeoutMs:
   }
 }
 
+const receiverStats = (b: Bench) => ask<{ requests: number; handshakes: number; resumed: number }>(b.receiver, { cmd: 'stats' }, 'requests');
+
 async function recordedSuccesses(check: pg.Client): Promise<number> {
   const r = await check.query<{ n: string }>(`select count(*) n from entregas where estado = 'exitosa'`);
   return Number(r.rows[0]!.n);
 }
 
-/** Commands Redis has executed so far (all clients): the difference over a phase is its load. */
-async function redisCalls(redis: Redis): Promise<number> {
-  const info = await redis.info('stats');
-  return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
+async function commits(check: pg.Client): Promise<number> {
+  return Number((await check.query<{ n: string }>(`select xact_commit n from pg_stat_database where datname = $1`, [DB_NAME])).rows[0]!.n);
 }
 
-const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+/** The no-op worker's rate over as many jobs as the saturation phase has deliveries. */
+async function baseline(b: Bench, webhookId: string): Promise<number> {
+  const jobs = EVENTS * WEBHOOKS;
+  const noopQueue = new Queue(NOOP_QUEUE, { connection: b.redis, prefix: PREFIX });
+  const payload = eventJob(b.empresaId, 0, new Date().toISOString());
+  for (let i = 0; i < jobs; i += 1000) {
+    await noopQueue.addBulk(
+      Array.from({ length: Math.min(1000, jobs - i) }, () => ({
+        name: 'noop',
+        data: { ...payload, deliveryId: randomUUID(), webhookId },
+        opts: { removeOnComplete: JOBS.delivery.options.removeOnComplete },
+      })),
+    );
+  }
+  await noopQueue.close();
+  const noop = child('noop-worker', 'bench/dispatcher/noop-worker.ts', {
+    REDIS_URL,
+    REDIS_PREFIX: PREFIX,
+    NOOP_QUEUE,
+    NOOP_JOBS: String(jobs),
+    NOOP_CONCURRENCY: String(CONCURRENCY),
+  }, true);
+  const cpu = cpuMeter({ worker: noop.pid!, redis: /^redis-server$/ });
+  const base = await ask<{ jobs: number; seconds: number }>(noop, {}, 'jobs');
+  const cpuUsed = cpu();
+  await stopChild(noop);
+  const rate = base.jobs / base.seconds;
+  console.log(
+    `  baseline no-op BullMQ worker: ${base.jobs} jobs in ${base.seconds.toFixed(2)} s = ${Math.round(rate)} jobs/s; ` +
+      `CPU (% of one core, start-up included): ${cpuText(cpuUsed)}`,
+  );
+  return rate;
+}
+
+interface Saturation {
+  rate: number;
+  load: Load;
+}
+
+/** The events queued while the queue is paused (workers take nothing from it), then timed from resume until every delivery is recorded. */
+async function saturationPhase(b: Bench, baselineRate: number): Promise<Saturation> {
+  const deliveries = EVENTS * WEBHOOKS;
+  await b.eventsQueue.pause();
+  const addsBefore = await redisCommandStats(b.redis);
+  const queueStarted = now();
+  await addEvents(b.eventsQueue, Array.from({ length: EVENTS }, () => eventJob(b.empresaId, b.nextEvent++, new Date().toISOString())));
+  const queuedIn = (now() - queueStarted) / 1000;
+  const adds = commandDelta(addsBefore, await redisCommandStats(b.redis));
+  const receivedBefore = await receiverStats(b);
+  const commitsBefore = await commits(b.check);
+  const meter = await loadMeter(b);
+  const started = now();
+  await b.eventsQueue.resume();
+  await waitReceived(b.receiver, receivedBefore.requests + deliveries, 300_000);
+  b.delivered += deliveries;
+  const ended = await waitDelivered(METRICS_PORT, b.delivered, 60_000, 5);
+  const load = await meter(deliveries);
+  const seconds = (ended - started) / 1000;
+  const commitCount = (await commits(b.check)) - commitsBefore;
+  const recorded = await recordedSuccesses(b.check);
+  if (recorded !== b.delivered) throw new Error(`${recorded} deliveries recorded, expected ${b.delivered}`);
+  const receivedAfter = await receiverStats(b);
+  const rate = deliveries / seconds;
+  console.log(
+    `  saturation: ${deliveries} deliveries recorded in ${seconds.toFixed(2)} s = ${Math.round(rate)} deliveries/s ` +
+      `(${(rate / baselineRate).toFixed(3)} of the baseline); receiver got ${receivedAfter.requests - receivedBefore.requests} requests ` +
+      `over ${receivedAfter.handshakes - receivedBefore.handshakes} new TLS connections; every delivery recorded exitosa in Postgres (${recorded} in all)`,
+  );
+  console.log(
+    `    queued beforehand in ${queuedIn.toFixed(2)} s (as the relay does, bulks of 1000), per event: ${(adds.total / EVENTS).toFixed(1)} Redis commands, ` +
+      `${(adds.scripts / EVENTS).toFixed(2)} scripts (not in the figures below)`,
+  );
+  console.log(`    Postgres commits per delivery: ${(commitCount / deliveries).toFixed(3)}`);
+  await printLoad(b, load, 'the events were queued beforehand: Postgres and Redis serve the dispatcher alone');
+  return { rate, load };
+}
+
+/** Commits an outbox row in its own transaction, as the gateway writes it; the moment before COMMIT. */
+async function commitOutbox(pool: pg.Pool, job: ShipmentEventJob): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    await client.query(`insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id) values ($1, $2, null, $3, $4, $5)`, [
+      job.eventId,
+      job.empresaId,
+      job.evento,
+      JSON.stringify(job.data),
+      job.requestId,
+    ]);
+    const commitAt = now();
+    await client.query('commit');
+    return commitAt;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * `events` events at `rate` per second, each committed (commitOutbox) and then queued on its own, as
+ * the relay would; an event whose turn has come starts without waiting for the one before it. The
+ * moment before each COMMIT, by event id.
+ */
+async function paceEvents(b: Bench, rate: number, events: number): Promise<{ committed: Map<string, number>; seconds: number }> {
+  const committed = new Map<string, number>();
+  const inFlight: Array<Promise<void>> = [];
+  let failure: unknown;
+  const t0 = now();
+  for (let i = 0; i < events; ) {
+    const due = Math.min(events, Math.floor(((now() - t0) * rate) / 1000) + 1);
+    for (; i < due; i++) {
+      const job = eventJob(b.empresaId, b.nextEvent++, '');
+      const sent = commitOutbox(b.pool, job).then(async (commitAt) => {
+        committed.set(job.eventId, commitAt);
+        job.committedAt = new Date(commitAt).toISOString();
+        await b.eventsQueue.addBulk(bulkJobs(JOBS.shipmentEvent, [job]));
+      });
+      inFlight.push(sent.catch((err: unknown) => void (failure ??= err)));
+    }
+    if (i < events) await sleep(t0 + (i * 1000) / rate - now());
+  }
+  await Promise.all(inFlight);
+  if (failure) throw failure;
+  return { committed, seconds: (now() - t0) / 1000 };
+}
+
+/** Waits (up to `timeoutMs`) until the events queue has nothing waiting or active: every event job has finished. */
+async function waitEventsFinished(b: Bench, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const c = await b.eventsQueue.getJobCounts('wait', 'active', 'delayed');
+    if ((c.wait ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0 || Date.now() > until) return;
+    await sleep(20);
+  }
+}
+
+interface Paced {
+  rate: number;
+  p50?: number;
+  p99?: number;
+  max?: number;
+  load: Load;
+}
+
+/**
+ * One paced phase: events at `rate` for PACED_SECONDS, until every delivery is recorded. Then,
+ * outside the measured load: the receipts (the receiver's clock), the deliveries' events
+ * (`entregas`), and the event jobs' times kept by BullMQ.
+ */
+async function pacedPhase(b: Bench, rate: number): Promise<Paced> {
+  const events = Math.round(rate * PACED_SECONDS);
+  const deliveries = events * WEBHOOKS;
+  await ask(b.receiver, { cmd: 'record' }, 'ok');
+  const meter = await loadMeter(b);
+  const { committed, seconds } = await paceEvents(b, rate, events);
+  b.delivered += deliveries;
+  await waitDelivered(METRICS_PORT, b.delivered, 60_000);
+  const load = await meter(deliveries);
+
+  const { receipts } = await ask<{ receipts: Array<[string, number]> }>(b.receiver, { cmd: 'receipts' }, 'receipts');
+  await waitEventsFinished(b, 10_000);
+  const times = await jobTimes(b.redis, PREFIX, JOBS.shipmentEvent.queue, [...committed.keys()]);
+  // A receipt names its delivery (X-Request-Id); the delivery's row names its event.
+  const eventOf = new Map(
+    (
+      await b.check.query<{ id: string; evento_id: string }>(`select id, evento_id from entregas where evento_id = any($1::uuid[])`, [[...committed.keys()]])
+    ).rows.map((r) => [r.id, r.evento_id]),
+  );
+
+  // Per event: (a) commit → queued, (b) queued → taken. Per delivery (its first receipt):
+  // commit → receipt, (c) taken → receipt, (d) receipt → event job finished.
+  const queued: number[] = [];
+  const taken: number[] = [];
+  for (const [eventId, commitAt] of committed) {
+    const t = times.get(eventId);
+    if (!t) continue;
+    queued.push(t.timestamp - commitAt);
+    if (t.processedOn !== undefined) taken.push(t.processedOn - t.timestamp);
+  }
+  const latencies: number[] = [];
+  const sent: number[] = [];
+  const finished: number[] = [];
+  const seen = new Set<string>();
+  for (const [deliveryId, at] of receipts) {
+    const eventId = eventOf.get(deliveryId);
+    const commitAt = eventId === undefined ? undefined : committed.get(eventId);
+    if (commitAt === undefined || seen.has(deliveryId)) continue;
+    seen.add(deliveryId);
+    latencies.push(at - commitAt);
+    const t = times.get(eventId!);
+    if (t?.processedOn !== undefined) sent.push(at - t.processedOn);
+    if (t?.finishedOn !== undefined) finished.push(t.finishedOn - at);
+  }
+  const sorted = ascending(latencies);
+  const result: Paced = { rate, p50: pct(sorted, 50), p99: pct(sorted, 99), max: sorted[sorted.length - 1], load };
+  const achieved = events / seconds;
+  console.log(
+    `  paced ${rate}/s: ${events} events committed and queued in ${seconds.toFixed(2)} s (${achieved.toFixed(0)}/s` +
+      `${achieved < 0.95 * rate ? ': BEHIND, the bench could not commit and queue them at the rate asked' : ''}), ` +
+      `${seen.size} of ${deliveries} deliveries received; commit → receipt p50 ${ms(result.p50)} ms, p99 ${ms(result.p99)} ms, max ${ms(result.max)} ms`,
+  );
+  console.log(
+    `    hops, p50 / p99 ms (event job times of ${times.size} of ${events} events: BullMQ keeps the last ${KEPT_EVENT_JOBS} completed; ` +
+      `its times are whole ms): commit → queued ${p50p99(queued)}; queued → taken ${p50p99(taken)}; taken → receipt ${p50p99(sent)}; ` +
+      `receipt → event job finished ${p50p99(finished)} (negative: the event job finished before the receipt)`,
+  );
+  await printLoad(b, load, "Postgres and Redis include the bench's commit and add of each event, as the gateway's would be");
+  return result;
+}
+
+// ---- the report ---------------------------------------------------------------------------------
+
+function printSummary(saturation: Saturation, paced: Paced[]): void {
+  const row = (name: string, perSecond: number, load: Load, latency: string): string =>
+    `  ${name.padEnd(12)} ${String(Math.round(perSecond)).padStart(6)}  ` +
+    `${['dispatcher', 'postgres', 'redis'].map((g) => perDelivery(load, g).toFixed(3)).join(' / ').padEnd(23)}  ` +
+    `${(load.redis.total / load.deliveries).toFixed(1).padStart(8)}  ${scriptsPerDelivery(load).toFixed(2).padStart(7)}  ${latency}`;
+  console.log(`summary, per delivery:  deliv/s  CPU ms dispatcher / postgres / redis  Redis cmds  scripts  commit → receipt p50 / p99 / max ms`);
+  for (const p of paced) console.log(row(`paced ${p.rate}/s`, p.rate * WEBHOOKS, p.load, `${ms(p.p50)} / ${ms(p.p99)} / ${ms(p.max)}`));
+  console.log(row('saturation', saturation.rate, saturation.load, '-'));
+}
+
+function printTargets(saturation: Saturation, baselineRate: number, paced: Paced[]): void {
+  const verdict = (ok: boolean): string => (ok ? 'met' : 'MISSED');
+  const p99At = (rate: number, limit: number): string => {
+    const p = paced.find((x) => x.rate === rate);
+    return p?.p99 === undefined ? `p99 <= ${limit} ms at ${rate}/s: not measured` : `p99 <= ${limit} ms at ${rate}/s ${verdict(p.p99 <= limit)} (${ms(p.p99)})`;
+  };
+  const ratio = saturation.rate / baselineRate;
+  const scripts = scriptsPerDelivery(saturation.load);
+  const at200 = paced.find((x) => x.rate === 200);
+  const cpu200 = at200 ? perDelivery(at200.load, 'dispatcher') : undefined;
+  const cpuPart =
+    cpu200 === undefined
+      ? 'dispatcher CPU per delivery at 200/s: not measured'
+      : REF_CPU_200 === undefined
+        ? `dispatcher CPU per delivery at 200/s ${cpu200.toFixed(3)} ms (no reference: BENCH_REF_CPU_200 unset)`
+        : `dispatcher CPU per delivery at 200/s <= half of ${REF_CPU_200} ms ${verdict(cpu200 <= REF_CPU_200 / 2)} (${cpu200.toFixed(3)} ms)`;
+  console.log(
+    `targets (issue 16): >= 3500 deliveries/s at saturation ${verdict(saturation.rate >= 3500)} (${Math.round(saturation.rate)}); ` +
+      `>= 0.18 of the no-op worker ${verdict(ratio >= 0.18)} (${ratio.toFixed(3)}); ${p99At(200, 15)}; ${p99At(500, 40)}; ` +
+      `<= 2 BullMQ scripts per delivery at saturation ${verdict(scripts <= 2)} (${scripts.toFixed(2)}); ${cpuPart}`,
+  );
+}
+
+// ---- the run -------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   execFileSync(process.execPath, ['scripts/test-certs.mjs'], { cwd: ROOT, stdio: 'inherit' });
   console.log(
-    `bench:dispatcher: ${EVENTS} events x ${WEBHOOKS} webhook(s), concurrency ${CONCURRENCY}, paced ${PACED_RATE}/s for ${PACED_SECONDS} s; ` +
-      `load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+    `bench:dispatcher: ${EVENTS} events x ${WEBHOOKS} webhook(s), concurrency ${CONCURRENCY}, paced ${PACED_RATES.join(', ')} events/s ` +
+      `for ${PACED_SECONDS} s each; load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
   );
   const databaseUrl = await freshDatabase(PG_BASE, DB_NAME);
   const check = new pg.Client({ connectionString: databaseUrl });
   await check.connect();
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: PACER_CONNECTIONS, idleTimeoutMillis: 0 });
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const eventsQueue = queueFor(JOBS.shipmentEvent, { connection: redis, prefix: PREFIX });
-  const noopQueue = new Queue(NOOP_QUEUE, { connection: redis, prefix: PREFIX });
 
   const receiver = child('receiver', 'bench/dispatcher/receiver.ts', { RECEIVER_PORT: String(RECEIVER_PORT) }, true);
   let dispatcher: ChildProcess | undefined;
   try {
     await ask(receiver, {}, 'listening');
-    const empresa = await check.query<{ id: string }>(`insert into empresas (nombre, verificada) values ('Bench', true) returning id`);
-    const empresaId = empresa.rows[0]!.id;
-    const webhookIds: string[] = [];
-    for (let i = 0; i < WEBHOOKS; i++) {
-      const w = await check.query<{ id: string }>(
-        `insert into webhooks (empresa_id, url, secret, eventos) values ($1, $2, $3, '{}') returning id`,
-        [empresaId, `https://receiver.test:${RECEIVER_PORT}/hook/${i}`, `whsec_${randomBytes(32).toString('base64url')}`],
-      );
-      webhookIds.push(w.rows[0]!.id);
-    }
+    const { empresaId, webhookIds } = await benchWebhooks(check, { nombre: 'Bench', receiverPort: RECEIVER_PORT, count: WEBHOOKS });
+    const b: Bench = { check, pool, redis, eventsQueue, receiver, empresaId, cpuGroups: {}, delivered: 0, nextEvent: 0 };
 
-    // 1. Baseline: a no-op worker over the same number of jobs as there will be deliveries.
-    const baselineJobs = EVENTS * WEBHOOKS;
-    const payload = eventJob(empresaId, 0, new Date().toISOString());
-    for (let i = 0; i < baselineJobs; i += 1000) {
-      await noopQueue.addBulk(
-        Array.from({ length: Math.min(1000, baselineJobs - i) }, () => ({
-          name: 'noop',
-          data: { ...payload, deliveryId: randomUUID(), webhookId: webhookIds[0] },
-          opts: { removeOnComplete: JOBS.delivery.options.removeOnComplete },
-        })),
-      );
-    }
-    const noop = child('noop-worker', 'bench/dispatcher/noop-worker.ts', {
-      REDIS_URL,
-      REDIS_PREFIX: PREFIX,
-      NOOP_QUEUE,
-      NOOP_JOBS: String(baselineJobs),
-      NOOP_CONCURRENCY: String(CONCURRENCY),
-    }, true);
-    const baseCpu = cpuMeter({ worker: noop.pid!, redis: /^redis-server$/ });
-    const base = await ask<{ jobs: number; seconds: number }>(noop, {}, 'jobs');
-    const baseCpuText = baseCpu();
-    await stopChild(noop);
-    const baselineRate = base.jobs / base.seconds;
-    console.log(
-      `  baseline no-op BullMQ worker: ${base.jobs} jobs in ${base.seconds.toFixed(2)} s = ${Math.round(baselineRate)} jobs/s; ` +
-        `CPU (% of one core, start-up included): ${baseCpuText}`,
-    );
+    const baselineRate = await baseline(b, webhookIds[0]!);
 
-    // 2. Throughput: events queued beforehand, then the dispatcher starts on them.
-    await addEvents(eventsQueue, Array.from({ length: WARMUP_EVENTS }, (_, i) => eventJob(empresaId, i, new Date().toISOString())));
+    // Warm-up: JIT, connection pools, the TLS connections (and the pacer's connections).
+    await addEvents(eventsQueue, Array.from({ length: WARMUP_EVENTS }, () => eventJob(empresaId, b.nextEvent++, new Date().toISOString())));
     dispatcher = child('dispatcher', 'services/dispatcher/src/main.ts', {
       DATABASE_URL: databaseUrl,
       REDIS_URL,
@@ -213,106 +446,34 @@ async function main(): Promise<void> {
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
       // BENCH_DISPATCHER_NODE_ARGS: e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the dispatcher.
     }, false, process.env.BENCH_DISPATCHER_NODE_ARGS?.split(' ').filter(Boolean));
-    const warmExpected = WARMUP_EVENTS * WEBHOOKS;
-    await waitDelivered(METRICS_PORT, warmExpected, 120_000);
-    console.log(`  warm-up: ${warmExpected} deliveries recorded`);
+    b.cpuGroups = { dispatcher: dispatcher.pid!, receiver: receiver.pid!, postgres: /^postgres$/, redis: /^redis-server$/ };
+    b.delivered = WARMUP_EVENTS * WEBHOOKS;
+    await Promise.all(Array.from({ length: PACER_CONNECTIONS }, () => pool.query('select 1')));
+    await waitDelivered(METRICS_PORT, b.delivered, 120_000);
+    console.log(`  warm-up: ${b.delivered} deliveries recorded`);
 
-    // The events are queued while the queue is paused (workers take nothing from a paused queue),
-    // as the baseline's jobs are: the timed run is the dispatcher's work alone.
-    await eventsQueue.pause();
-    const queueStarted = now();
-    await addEvents(eventsQueue, Array.from({ length: EVENTS }, (_, i) => eventJob(empresaId, WARMUP_EVENTS + i, new Date().toISOString())));
-    const queuedIn = (now() - queueStarted) / 1000;
-    const cpu = cpuMeter({ dispatcher: dispatcher.pid!, receiver: receiver.pid!, postgres: /^postgres$/, redis: /^redis-server$/ });
-    const statsBefore = await ask<{ requests: number; handshakes: number }>(receiver, { cmd: 'stats' }, 'requests');
-    const xacts = async (): Promise<number> =>
-      Number((await check.query<{ n: string }>(`select xact_commit n from pg_stat_database where datname = $1`, [DB_NAME])).rows[0]!.n);
-    const xactsBefore = await xacts();
-    const redisCallsBefore = await redisCalls(redis);
-    const started = now();
-    await eventsQueue.resume();
-    await waitReceived(receiver, statsBefore.requests + EVENTS * WEBHOOKS, 300_000);
-    const ended = await waitDelivered(METRICS_PORT, warmExpected + EVENTS * WEBHOOKS, 60_000, 5);
-    const seconds = (ended - started) / 1000;
-    const cpuText = cpu(EVENTS * WEBHOOKS);
-    const commits = (await xacts()) - xactsBefore;
-    const calls = (await redisCalls(redis)) - redisCallsBefore;
-    const recorded = await recordedSuccesses(check);
-    if (recorded !== warmExpected + EVENTS * WEBHOOKS) throw new Error(`${recorded} deliveries recorded, expected ${warmExpected + EVENTS * WEBHOOKS}`);
-    const statsAfter = await ask<{ requests: number; handshakes: number }>(receiver, { cmd: 'stats' }, 'requests');
-    const rate = (EVENTS * WEBHOOKS) / seconds;
-    console.log(
-      `  dispatcher: ${EVENTS * WEBHOOKS} deliveries recorded in ${seconds.toFixed(2)} s = ${Math.round(rate)} deliveries/s ` +
-        `(${((rate / baselineRate) * 100).toFixed(1)}% of the baseline; events queued beforehand in ${queuedIn.toFixed(2)} s); ` +
-        `receiver got ${statsAfter.requests - statsBefore.requests} requests over ${statsAfter.handshakes - statsBefore.handshakes} new TLS connections`,
-    );
-    console.log(`  CPU (% of one core) during the run: ${cpuText}`);
-    console.log(
-      `  every delivery recorded exitosa in Postgres (${recorded}); per delivery: ${(commits / (EVENTS * WEBHOOKS)).toFixed(3)} Postgres commits, ` +
-        `${(calls / (EVENTS * WEBHOOKS)).toFixed(1)} Redis commands (inside scripts included; other clients of this Redis too)`,
-    );
-
-    // 3. Latency at a paced rate: commit (an outbox row, as the gateway writes), then queue.
-    await ask(receiver, { cmd: 'record' }, 'ok');
-    const committed = new Map<string, number>();
-    const pacedEvents = PACED_RATE * PACED_SECONDS;
-    const t0 = now();
-    for (let i = 0; i < pacedEvents; i++) {
-      const due = t0 + (i * 1000) / PACED_RATE;
-      const wait = due - now();
-      if (wait > 1) await sleep(wait);
-      const job = eventJob(empresaId, 10_000_000 + i, '');
-      await check.query('begin');
-      await check.query(
-        `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id) values ($1, $2, null, $3, $4, $5)`,
-        [job.eventId, empresaId, job.evento, JSON.stringify(job.data), job.requestId],
-      );
-      const commitAt = now();
-      await check.query('commit');
-      job.committedAt = new Date(commitAt).toISOString();
-      committed.set(job.eventId, commitAt);
-      await eventsQueue.addBulk(bulkJobs(JOBS.shipmentEvent, [job]));
-    }
-    const pacedFor = (now() - t0) / 1000;
-    await waitDelivered(METRICS_PORT, warmExpected + EVENTS * WEBHOOKS + pacedEvents * WEBHOOKS, 60_000);
-    const { receipts } = await ask<{ receipts: Array<[string, number]> }>(receiver, { cmd: 'receipts' }, 'receipts');
-    // A receipt names its delivery (X-Request-Id); the delivery's row names its event.
-    const eventOf = new Map(
-      (await check.query<{ id: string; evento_id: string }>(`select id, evento_id from entregas where evento_id = any($1::uuid[])`, [[...committed.keys()]])).rows.map(
-        (r) => [r.id, r.evento_id],
-      ),
-    );
-    const latencies = receipts
-      .filter(([id]) => committed.has(eventOf.get(id) ?? ''))
-      .map(([id, at]) => at - committed.get(eventOf.get(id)!)!)
-      .sort((a, b) => a - b);
-    console.log(
-      `  paced: ${pacedEvents} events in ${pacedFor.toFixed(1)} s (${(pacedEvents / pacedFor).toFixed(0)}/s), ${latencies.length} receipts; ` +
-        `commit → receipt p50 ${pct(latencies, 50).toFixed(1)} ms, p99 ${pct(latencies, 99).toFixed(1)} ms, max ${latencies[latencies.length - 1]!.toFixed(1)} ms`,
-    );
+    const saturation = await saturationPhase(b, baselineRate);
+    b.nextEvent = 10_000_000;
+    const paced: Paced[] = [];
+    for (const rate of PACED_RATES) paced.push(await pacedPhase(b, rate));
 
     const rss = peakRssMb(dispatcher.pid!);
-    const totals = await ask<{ requests: number; handshakes: number; resumed: number }>(receiver, { cmd: 'stats' }, 'requests');
+    const totals = await receiverStats(b);
     const counts = await check.query<{ estado: string; n: string }>(`select estado, count(*) n from entregas group by estado order by estado`);
     console.log(`  dispatcher peak RSS (VmHWM): ${rss} MB`);
-    console.log(
-      `  TLS: ${totals.handshakes} connections opened (${totals.resumed} resumed sessions) for ${totals.requests} deliveries in the whole run`,
-    );
+    console.log(`  TLS: ${totals.handshakes} connections opened (${totals.resumed} resumed sessions) for ${totals.requests} deliveries in the whole run`);
     console.log(`  deliveries by state: ${counts.rows.map((r) => `${r.estado} ${r.n}`).join(', ')}`);
     console.log(`  load average after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-    const p99 = pct(latencies, 99);
-    console.log(
-      `targets: >= 2000 deliveries/s ${rate >= 2000 ? 'met' : 'MISSED'}; >= 12% of the baseline ${rate >= 0.12 * baselineRate ? 'met' : 'MISSED'}; ` +
-        `p99 < 100 ms at ${PACED_RATE}/s ${p99 < 100 ? 'met' : 'MISSED'}; TLS reused ${totals.handshakes < totals.requests / 100 ? 'yes' : 'NO'}`,
-    );
+    printSummary(saturation, paced);
+    printTargets(saturation, baselineRate, paced);
   } finally {
     if (dispatcher) await stopChild(dispatcher);
     receiver.send({ cmd: 'exit' });
     await stopChild(receiver);
     await eventsQueue.close();
-    await noopQueue.close();
     await deletePrefix(redis, PREFIX);
     redis.disconnect();
+    await pool.end();
     await check.end();
   }
 }

@@ -1,17 +1,15 @@
 // `pnpm bench:gateway`: the real gateway (a child process, real Postgres and Redis) against a bare
 // express server, under autocannon at 50 connections. Method and figures: bench/README.md.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { cpuPercent, cpuSnapshot } from '../support/cpu';
 import { freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
+import { company as makeCompany, rotating, SHIPMENT_BODY, startService as start, waitFor, waitForQuiet } from '../support/gateway-bench';
 import { deletePrefix } from '../../test/support/redis-prefix';
 
-const ROOT = join(__dirname, '..', '..');
 const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const DB_NAME = 'svc_bench_gateway';
@@ -27,42 +25,7 @@ const BARE_PORT = GATEWAY_PORT + 2;
 const READ_TOKENS = Number(process.env.BENCH_READ_TOKENS ?? 1000);
 const COMPANIES = 10;
 
-function start(name: string, args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout?.on('data', (b: Buffer) => {
-    if (process.env.BENCH_VERBOSE) process.stdout.write(`[${name}] ${b.toString()}`);
-  });
-  child.stderr?.on('data', (b: Buffer) => process.stderr.write(`[${name}] ${b.toString()}`));
-  return child;
-}
-
-async function waitFor(url: string, ok: (status: number) => boolean): Promise<void> {
-  const until = Date.now() + 30_000;
-  for (;;) {
-    try {
-      if (ok((await fetch(url)).status)) return;
-    } catch {}
-    if (Date.now() > until) throw new Error(`${url} did not come up`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-async function admin<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`http://127.0.0.1:${GATEWAY_PORT}/internal/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as { data: T };
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json.data;
-}
-
-async function company(fields: Record<string, unknown>): Promise<{ id: string; live: string; test: string }> {
-  const { id } = await admin<{ id: string }>('POST', '/empresas', { nombre: 'Bench', verificada: true, ...fields });
-  const { live, test } = await admin<{ live: string; test: string }>('POST', `/empresas/${id}/tokens`);
-  return { id, live, test };
-}
+const company = (fields: Record<string, unknown>) => makeCompany(`http://127.0.0.1:${GATEWAY_PORT}`, ADMIN, fields);
 
 interface Figures {
   name: string;
@@ -75,22 +38,6 @@ interface Figures {
   non2xx: number;
   errors: number;
   total: number;
-}
-
-/** Each request takes the next token in turn, so the load spreads over many tokens (or companies). */
-function rotating(tokens: string[], method: 'GET' | 'POST', path: string, body?: string): autocannon.Request[] {
-  let i = 0;
-  return [
-    {
-      method,
-      path,
-      body,
-      setupRequest: (req) => ({
-        ...req,
-        headers: { ...req.headers, authorization: `Bearer ${tokens[i++ % tokens.length]!}`, 'content-type': 'application/json' },
-      }),
-    },
-  ];
 }
 
 let cpuGroups: Record<string, number | RegExp> = {};
@@ -109,26 +56,6 @@ async function load(name: string, url: string, requests?: autocannon.Request[], 
     errors: result.errors + result.timeouts,
     total: result.requests.total,
   };
-}
-
-/**
- * Other work on this shared machine skews the figures: before each scenario, wait (up to
- * BENCH_QUIET_TIMEOUT seconds, default 180) until the machine's CPU use, ours idle, stays under
- * BENCH_QUIET_PERCENT (of one core, default 25) for two seconds.
- */
-async function waitForQuiet(): Promise<void> {
-  const limit = Number(process.env.BENCH_QUIET_PERCENT ?? 25);
-  const deadline = Date.now() + Number(process.env.BENCH_QUIET_TIMEOUT ?? 180) * 1000;
-  for (;;) {
-    const before = cpuSnapshot({});
-    await new Promise((r) => setTimeout(r, 2000));
-    const busy = cpuPercent(before, cpuSnapshot({}), 2).machine ?? 0;
-    if (busy <= limit) return;
-    if (Date.now() > deadline) {
-      console.log(`  (machine still busy: ${busy}% of one core used by other work; measuring anyway)`);
-      return;
-    }
-  }
 }
 
 function report(f: Figures): Figures {
@@ -233,11 +160,7 @@ async function main(): Promise<void> {
       results.read = await scenario(readSpec.name, readSpec.url, readSpec.requests);
     }
     if (wanted('create')) {
-      const body = JSON.stringify({
-        destinatario: { nombre: 'Cliente Bench', telefono: '+502 5555 0000', direccion: '6a Avenida 10-20, Zona 1' },
-        paquete: { peso: 2.5 },
-        referencia: 'BENCH',
-      });
+      const body = SHIPMENT_BODY;
       results.create = await scenario(
         `gateway POST /api/v1/guias (${COMPANIES} companies)`,
         `http://127.0.0.1:${GATEWAY_PORT}`,
@@ -277,8 +200,9 @@ async function main(): Promise<void> {
     console.log(`shipments in the database: ${counts.rows[0]!.guias} (charged: ${counts.rows[0]!.charged}); outbox unsent after 1.5 s: ${counts.rows[0]!.pending}`);
     console.log(`load average after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     if (bareF && readF) {
-      const ok = readF.rps >= 0.45 * bareF.rps && readF.p99 < 30;
-      console.log(`target: authenticated reads >= 45% of bare express with p99 < 30 ms: ${ok ? 'met' : 'MISSED'}`);
+      // Issue 16 raised the reads' target from 45% to 70% of bare express.
+      const ok = readF.rps >= 0.7 * bareF.rps && readF.p99 < 30;
+      console.log(`target: authenticated reads >= 70% of bare express with p99 < 30 ms: ${ok ? 'met' : 'MISSED'}`);
     }
     if (createF) console.log(`target: creations >= 1000/s: ${createF.rps >= 1000 ? 'met' : 'MISSED'}`);
   } finally {

@@ -56,3 +56,26 @@ export function cpuPercent(before: Record<string, number>, after: Record<string,
   out.others = Math.max(0, (out.machine ?? 0) - ours);
   return out;
 }
+
+/**
+ * CPU seconds used so far by each process whose name matches `re`, by pid. The difference of two of
+ * these over the pids alive at the second (a pid new since the first counts whole) is the group's
+ * use between them without the drop a summed snapshot shows when a process (a Postgres backend
+ * whose client closed) exits in between; what such a process used since the first is left out.
+ */
+export function cpuByPid(re: RegExp): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const t = ticksOf(Number(entry));
+    if (t && re.test(t.comm)) out.set(Number(entry), t.ticks / TICKS_PER_SECOND);
+  }
+  return out;
+}
+
+/** CPU seconds the processes of `after` used since `before` (see cpuByPid). */
+export function cpuSinceByPid(before: Map<number, number>, after: Map<number, number>): number {
+  let used = 0;
+  for (const [pid, seconds] of after) used += Math.max(0, seconds - (before.get(pid) ?? 0));
+  return used;
+}

@@ -1,15 +1,14 @@
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
-import { TEST_DATABASE_BASE } from '../support/env';
+import { TEST_DATABASE_BASE, TEST_REDIS_CLUSTER_NODES } from '../support/env';
 import { freePort } from '../support/free-port';
 import { startReceiver, TEST_CERT_DIR, type ReceivedRequest, type ResponsePlan } from '../support/https-receiver';
-import { uniquePrefix } from '../support/redis-prefix';
+import { dropPrefix, uniquePrefix } from '../support/redis-prefix';
 import { serviceProcess, type ServiceProcess } from '../support/service-process';
 import { startSideRedis, type SideRedis } from '../support/side-redis';
 import { hostPort, startTcpProxy, throughProxy, type TcpProxy } from '../support/tcp-proxy';
 import { createTeardown, type Teardown } from '../support/teardown';
-import { createTestDatabase, type TestDatabase } from '../support/test-database';
+import { createTestDatabase, testPool, type TestDatabase } from '../support/test-database';
 
 /**
  * The chaos suite's harness (issue 10). Each scenario gets a stack of its own: a cloned database, a
@@ -56,7 +55,8 @@ export interface ChaosOptions {
 
 /** What a scenario's fault function gets. */
 export interface Chaos {
-  redis: SideRedis;
+  /** Throws on a cluster run (`pnpm test:cluster`), which has no side Redis. */
+  readonly redis: SideRedis;
   /** Throws unless `postgresProxyFor` was set. */
   readonly postgresProxy: TcpProxy;
   /** Throws unless `redisProxy` was set. */
@@ -304,7 +304,7 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
   // Postgres: a database of its own, a pool for the checks, and a proxy when the scenario cuts it.
   const database: TestDatabase = await createTestDatabase();
   teardown.push(() => database.drop());
-  const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  const pool = testPool(database.url);
   teardown.push(() => pool.end());
   let postgresProxy: TcpProxy | undefined;
   if (options.postgresProxyFor) {
@@ -313,24 +313,36 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
     postgresProxy = proxy;
   }
 
-  // Redis: a private server (the shared one is never broken), behind a proxy when the scenario cuts it.
-  const redis = await startSideRedis({ appendonly: options.redisAppendonly ?? false });
-  teardown.push(() => redis.stop());
+  // Redis: a private server (the shared one is never broken), behind a proxy when the scenario cuts
+  // it; or, under the cluster suite (TEST_REDIS_CLUSTER_NODES), that suite's private cluster, whose
+  // nodes the clients find by themselves, so it has neither a proxy nor one server to break.
+  const prefix = uniquePrefix('chaos');
+  let sideRedis: SideRedis | undefined;
   let redisProxy: TcpProxy | undefined;
-  if (options.redisProxy) {
-    const proxy = await startTcpProxy(hostPort(redis.url));
-    teardown.push(() => proxy.close());
-    redisProxy = proxy;
+  let redisEnv: Record<string, string>;
+  if (TEST_REDIS_CLUSTER_NODES) {
+    if (options.redisProxy || options.redisAppendonly) throw new Error(`${scenario}: breaks a side Redis, which a cluster run does not have`);
+    teardown.push(() => dropPrefix(prefix));
+    redisEnv = { REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES };
+  } else {
+    const started = await startSideRedis({ appendonly: options.redisAppendonly ?? false });
+    teardown.push(() => started.stop());
+    sideRedis = started;
+    if (options.redisProxy) {
+      const proxy = await startTcpProxy(hostPort(started.url));
+      teardown.push(() => proxy.close());
+      redisProxy = proxy;
+    }
+    redisEnv = { REDIS_URL: redisProxy ? throughProxy(started.url, redisProxy) : started.url };
   }
-  const redisUrl = redisProxy ? throughProxy(redis.url, redisProxy) : redis.url;
 
   const receipts = new Receipts();
   const receiver = await startReceiver({ defaultResponse: receipts.respond });
   teardown.push(() => receiver.close());
 
   const common: Record<string, string> = {
-    REDIS_URL: redisUrl,
-    REDIS_PREFIX: uniquePrefix('chaos'),
+    ...redisEnv,
+    REDIS_PREFIX: prefix,
     LOG_LEVEL: 'info',
     DISPATCH_HOST_MAP: 'receiver.test=127.0.0.1',
     DISPATCH_ALLOW_CIDRS: '127.0.0.0/8',
@@ -410,7 +422,10 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
     }
   };
   const h: Chaos = {
-    redis,
+    get redis() {
+      if (!sideRedis) throw new Error('no side Redis: this run is on a Redis Cluster');
+      return sideRedis;
+    },
     get postgresProxy() {
       if (!postgresProxy) throw new Error('no Postgres proxy: set postgresProxyFor');
       return postgresProxy;

@@ -4,9 +4,10 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { verify } from '@svc/webhook-signature';
-import { adminUrl, TEST_DATABASE_BASE, TEST_REDIS_URL } from '../support/env';
+import { adminUrl, TEST_DATABASE_BASE, testRedisEnv } from '../support/env';
 import { eventually } from '../support/eventually';
 import { startReceiver, type Receiver } from '../support/https-receiver';
+import { verifyStandard } from '../support/standard-webhooks';
 import { parseExposition, sampleSum } from '../support/prometheus-text';
 import { dropPrefix, uniquePrefix } from '../support/redis-prefix';
 
@@ -78,7 +79,7 @@ describe('the whole stack through `pnpm start`', () => {
       env: {
         ...process.env,
         DATABASE_URL: `${TEST_DATABASE_BASE}/${database}`,
-        REDIS_URL: TEST_REDIS_URL,
+        ...testRedisEnv(),
         REDIS_PREFIX: prefix,
         PORT: String(port),
         GATEWAY_METRICS_PORT: String(gatewayMetrics),
@@ -87,7 +88,8 @@ describe('the whole stack through `pnpm start`', () => {
         DISPATCH_HOST_MAP: 'receiver.test=127.0.0.1',
         DISPATCH_ALLOW_CIDRS: '127.0.0.0/8',
         NODE_EXTRA_CA_CERTS: join(ROOT, '.test-certs/ca.pem'),
-        LOG_LEVEL: 'info',
+        // debug: a delivery's success line ('delivery finished') is written at debug level.
+        LOG_LEVEL: 'debug',
         FORCE_COLOR: '0',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -184,6 +186,12 @@ describe('the whole stack through `pnpm start`', () => {
     expect(moved).toMatchObject({ status: 200, body: { success: true, data: { numeroGuia, estado: 'RECOLECTADA' } } });
     const [, recolectada] = await receiver.waitFor(2, 15_000, '/e2e');
     expect(JSON.parse(recolectada!.rawBody.toString('utf8'))).toMatchObject({ event: 'GUIA_RECOLECTADA', data: { numeroGuia, estado: 'RECOLECTADA' } });
+    // Standard Webhooks too: the `standardwebhooks` package verifies both with the secret as issued;
+    // each carries its place in the shipment's history and the mode.
+    for (const [n, r] of [creada!, recolectada!].entries()) {
+      expect(verifyStandard(r, secret)).toEqual(JSON.parse(r.rawBody.toString('utf8')));
+      expect(r.headers).toMatchObject({ 'x-svc-secuencia': String(n + 1), 'x-svc-modo': 'live', 'webhook-id': expect.stringMatching(UUID) });
+    }
     const tracking = data<{ historial: Array<{ estado: string; evento: string }> }>(await call('GET', `/api/v1/guias/${numeroGuia}/tracking`, live));
     expect(tracking).toMatchObject({ numeroGuia, estado: 'RECOLECTADA' });
     expect(tracking.historial.map((h) => [h.estado, h.evento])).toEqual([
@@ -205,7 +213,7 @@ describe('the whole stack through `pnpm start`', () => {
     expect(detail.entregas[1]!.id).toBe(payload.webhookId);
 
     // Rotation: the old token stops at once.
-    const rotated = data<{ live: string }>(await call('POST', `/internal/v1/empresas/${empresaId}/tokens`, admin));
+    const rotated = data<{ live: string; test: string }>(await call('POST', `/internal/v1/empresas/${empresaId}/tokens`, admin));
     expect((await call('GET', '/api/v1/empresa', live)).status).toBe(401);
     expect((await call('GET', '/api/v1/empresa', rotated.live)).status).toBe(200);
 
@@ -225,6 +233,28 @@ describe('the whole stack through `pnpm start`', () => {
       expect.objectContaining({ requestId: trace, deliveryId: payload.webhookId, webhookId: hookId, outcome: 'success', evento: 'GUIA_CREADA' }),
     );
 
+    // The sandbox journey of the README: a test webhook, a sandbox shipment, `simular` to ENTREGADO,
+    // every event received with X-SVC-Modo: test and verified; none reaches the live webhook.
+    const sandboxHook = await call('POST', '/api/v1/webhooks', rotated.test, { url: receiver.url('/e2e-sandbox') });
+    expect(sandboxHook.status).toBe(201);
+    const sandboxSecret = data<{ secret: string }>(sandboxHook).secret;
+    const sandbox = await call('POST', '/api/v1/guias', rotated.test, { destinatario: { nombre: 'Ana', telefono: '55550000', direccion: 'Zona 1' }, paquete: { peso: 1.5 } });
+    expect(sandbox.status).toBe(201);
+    const sandboxGuia = data<{ numeroGuia: string }>(sandbox).numeroGuia;
+    const route = ['GUIA_RECOLECTADA', 'GUIA_EN_BODEGA', 'GUIA_EN_RUTA', 'GUIA_ENTREGADA'];
+    for (const evento of route) expect((await call('POST', `/api/v1/guias/${sandboxGuia}/simular`, rotated.test, { evento })).status).toBe(200);
+    expect((await call('POST', `/api/v1/guias/${numeroGuia}/simular`, rotated.live, { evento: 'GUIA_EN_BODEGA' })).status).toBe(403);
+    const sandboxEvents = await receiver.waitFor(5, 15_000, '/e2e-sandbox');
+    const inOrder = [...sandboxEvents].sort((x, y) => Number(x.headers['x-svc-secuencia']) - Number(y.headers['x-svc-secuencia']));
+    expect(inOrder.map((r) => [JSON.parse(r.rawBody.toString('utf8')).event, r.headers['x-svc-secuencia'], r.headers['x-svc-modo']])).toEqual(
+      ['GUIA_CREADA', ...route].map((evento, i) => [evento, String(i + 1), 'test']),
+    );
+    for (const r of inOrder) {
+      expect(verify(r.rawBody, r.headers['x-svc-signature'], sandboxSecret)).toBe(true);
+      expect(verifyStandard(r, sandboxSecret)).toMatchObject({ data: { numeroGuia: sandboxGuia } });
+    }
+    expect(receiver.requestsTo('/e2e')).toHaveLength(2);
+
     // Ctrl-C: both services stop gracefully and pnpm exits cleanly.
     stack.kill('SIGINT');
     let timer: NodeJS.Timeout | undefined;
@@ -233,6 +263,6 @@ describe('the whole stack through `pnpm start`', () => {
     expect(code).toBe(0);
     expect(output).toMatch(/\[gateway\].*stopping/);
     expect(output).toMatch(/\[dispatcher\].*stopping/);
-    for (const secretValue of [live, test, rotated.live, secret, admin]) expect(output).not.toContain(secretValue);
+    for (const secretValue of [live, test, rotated.live, rotated.test, secret, sandboxSecret, admin]) expect(output).not.toContain(secretValue);
   }, 120_000);
 });

@@ -7,6 +7,7 @@ import type { AttemptResult } from '@svc/webhook-sender';
 import { createGatewayMetrics } from '../../services/gateway/src/observability/gateway-metrics';
 import { createDispatcherMetrics, QUEUE_STATES } from '../../services/dispatcher/src/observability/dispatcher-metrics';
 import type { AuthEvents } from '../../services/gateway/src/auth/auth-events';
+import type { DeferReason, SlotState } from '../../services/dispatcher/src/deliveries/webhook-slots.limiter';
 import { catalogFromRegistry, checkExpr, templateLabels, TARGET_LABELS, type MetricInfo } from './promql';
 
 const root = join(__dirname, '../..');
@@ -25,6 +26,7 @@ const QUEUES = [JOBS.shipmentEvent.queue, JOBS.delivery.queue];
 interface PrometheusConfig {
   global?: { scrape_interval?: string };
   rule_files: string[];
+  alerting?: { alertmanagers: Array<{ static_configs?: Array<{ targets: string[] }> }> };
   scrape_configs: Array<{
     job_name: string;
     static_configs?: Array<{ targets: string[] }>;
@@ -43,6 +45,9 @@ const KNOWN_VALUES: Record<string, Record<string, readonly string[]>> = {
   svc_shipment_refusals_total: { reason: ['daily_limit', 'credits'] },
   svc_auth_failures_total: { reason: AUTH_REASONS },
   svc_outbox_events_relayed_total: { path: ['relay', 'sweep'] },
+  svc_delivery_slots: { state: ['healthy', 'degraded'] satisfies SlotState[] },
+  svc_delivery_waiting: { where: ['here', 'deferred'] },
+  svc_delivery_deferrals_total: { reason: ['webhook_limit', 'degraded_limit', 'pool_reserve'] satisfies DeferReason[] },
 };
 
 function buildCatalog(): Map<string, MetricInfo> {
@@ -93,15 +98,46 @@ interface Dashboard {
   templating?: { list: unknown[] };
 }
 
-function findPromtool(): string | undefined {
+function findTool(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    const candidate = join(dir, 'promtool');
+    const candidate = join(dir, name);
     if (dir && existsSync(candidate)) return candidate;
   }
   return undefined;
 }
-const promtool = findPromtool();
+const promtool = findTool('promtool');
 const withPromtool = promtool ? it : it.skip;
+// Debian's prometheus-alertmanager package.
+const amtool = findTool('amtool');
+const withAmtool = amtool ? it : it.skip;
+
+/** GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`. */
+const githubSlug = (heading: string): string =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+
+/** A Markdown file's headings (outside code fences) with their level and GitHub anchor, in order. */
+function headings(markdown: string): Array<{ level: number; text: string; slug: string; at: number }> {
+  const found: Array<{ level: number; text: string; slug: string; at: number }> = [];
+  const seen = new Map<string, number>();
+  let fenced = false;
+  let at = 0;
+  for (const line of markdown.split('\n')) {
+    if (/^\s*```/.test(line)) fenced = !fenced;
+    const m = !fenced && line.match(/^(#{1,6})\s+(.+?)\s*#*\s*$/);
+    if (m) {
+      const base = githubSlug(m[2]!);
+      const n = seen.get(base) ?? 0;
+      seen.set(base, n + 1);
+      found.push({ level: m[1]!.length, text: m[2]!, slug: n ? `${base}-${n}` : base, at });
+    }
+    at += line.length + 1;
+  }
+  return found;
+}
 
 describe('metric names used by alerts and the dashboard', () => {
   const catalog = buildCatalog();
@@ -196,6 +232,11 @@ describe('metric names used by alerts and the dashboard', () => {
       'svc_oldest_unfanned_event_seconds',
       'svc_reconciler_requeued_total',
       'svc_jobs_failed_total',
+      'svc_delivery_slots',
+      'svc_delivery_waiting',
+      'svc_delivery_deferrals_total',
+      'svc_webhooks_degraded',
+      'svc_retention_removed_total',
     ];
     expect(expected.filter((m) => !used.has(m))).toEqual([]);
   });
@@ -262,7 +303,16 @@ describe('prometheus.yml', () => {
     expect(dispatcher?.dns_sd_configs).toEqual([expect.objectContaining({ names: ['dispatcher'], type: 'A', port: 9102 })]);
   });
 
-  withPromtool('passes promtool check config', () => {
+  it('sends alerts to the Alertmanager that compose runs', () => {
+    expect(prometheus.alerting?.alertmanagers).toEqual([{ static_configs: [{ targets: ['alertmanager:9093'] }] }]);
+    const compose = parse(read('docker-compose.yml')) as { services: Record<string, { ports?: string[] }> };
+    expect(compose.services.alertmanager?.ports).toContain('9093:9093');
+    // Scraped too, so that TargetDown says when alerts can no longer be sent.
+    const job = prometheus.scrape_configs.find((c) => c.job_name === 'alertmanager');
+    expect(job?.static_configs?.[0]?.targets).toEqual(['alertmanager:9093']);
+  });
+
+  withPromtool('passes promtool check config (the alerting section and the rule file included)', () => {
     const out = execFileSync(promtool!, ['check', 'config', join(root, 'infra/prometheus/prometheus.yml')], { encoding: 'utf8' });
     expect(out).toMatch(/SUCCESS: .*prometheus\.yml is valid/);
   });
@@ -327,5 +377,112 @@ describe('Grafana provisioning', () => {
         }
       }
     }
+  });
+});
+
+describe('the runbook (docs/runbook.md)', () => {
+  const rules = (parse(read('infra/prometheus/alerts.yml')) as RuleFile).groups.flatMap((g) => g.rules).filter((r) => r.alert);
+  const runbook = read('docs/runbook.md');
+  const heads = headings(runbook);
+  const sections = heads.filter((h) => h.level === 2);
+  const sectionText = (slug: string): string => {
+    const i = sections.findIndex((h) => h.slug === slug);
+    return runbook.slice(sections[i]!.at, sections[i + 1]?.at ?? runbook.length);
+  };
+
+  it('the slugs are GitHub\'s', () => {
+    expect(githubSlug('DeliveryOverdue')).toBe('deliveryoverdue');
+    expect(githubSlug('Fair sharing: no tenant stalls another')).toBe('fair-sharing-no-tenant-stalls-another');
+    expect(githubSlug('Running the whole stack with Docker Compose')).toBe('running-the-whole-stack-with-docker-compose');
+    expect(headings('# A\n```\n# not a heading\n```\n## A').map((h) => h.slug)).toEqual(['a', 'a-1']);
+  });
+
+  it('every alert has a runbook_url, relative to the repository, at the section headed by its own name', () => {
+    expect(rules.length).toBeGreaterThanOrEqual(10);
+    for (const r of rules) {
+      const url = r.annotations?.runbook_url ?? '';
+      const m = url.match(/^docs\/runbook\.md#([a-z0-9_-]+)$/);
+      expect({ alert: r.alert, url, form: Boolean(m) }).toEqual({ alert: r.alert, url, form: true });
+      const section = sections.find((h) => h.slug === m![1]);
+      expect({ alert: r.alert, heading: section?.text }).toEqual({ alert: r.alert, heading: r.alert });
+    }
+  });
+
+  it('has one section per alert and no other, each saying what it means, what to check and what to do', () => {
+    expect(sections.map((h) => h.text).sort()).toEqual(rules.map((r) => r.alert!).sort());
+    for (const h of sections) {
+      const text = sectionText(h.slug);
+      for (const part of ['**What it means.**', '**What to check.**', '**What to do.**']) {
+        expect({ alert: h.text, part, present: text.includes(part) }).toEqual({ alert: h.text, part, present: true });
+      }
+    }
+  });
+
+  it('names only metrics the services export, and its promql blocks select existing metrics and labels', () => {
+    const catalog = buildCatalog();
+    const named = [...new Set([...runbook.matchAll(/\bsvc_[a-z0-9_]+/g)].map((m) => m[0]))];
+    expect(named.length).toBeGreaterThanOrEqual(15);
+    expect(named.filter((n) => !catalog.has(n) && !catalog.has(n.replace(/_(bucket|sum|count)$/, '')))).toEqual([]);
+    const blocks = [...runbook.matchAll(/```promql\n([\s\S]*?)```/g)].map((m) => m[1]!.trim());
+    expect(blocks.length).toBeGreaterThanOrEqual(10);
+    const problems = blocks.flatMap((expr) => checkExpr(expr, { catalog, values: KNOWN_VALUES, templateLabels: [] }));
+    expect(problems).toEqual([]);
+  });
+
+  it('the README lists every alert in its Alerts table, and its "Running in production" links the table and the runbook', () => {
+    const readme = read('README.md');
+    const table = readme.slice(readme.indexOf('| alert | severity |')).split(/\n\s*\n/)[0]!;
+    expect([...table.matchAll(/^\| ([A-Z]\w+) \|/gm)].map((m) => m[1]).sort()).toEqual(rules.map((r) => r.alert).sort());
+    const readmeHeads = headings(readme);
+    const at = readmeHeads.findIndex((h) => h.text === 'Running in production');
+    expect(at).toBeGreaterThan(0);
+    const section = readme.slice(readmeHeads[at]!.at, readmeHeads[at + 1]?.at);
+    expect(section).toContain('(docs/runbook.md)');
+    expect(section).toMatch(/noeviction/);
+    for (const [, anchor] of section.matchAll(/\]\(#([^)]+)\)/g)) {
+      expect({ anchor, exists: readmeHeads.some((h) => h.slug === anchor) }).toEqual({ anchor, exists: true });
+    }
+    expect(section).toContain('](#alerts-infraprometheusalertsyml)');
+  });
+
+  it('links only to anchors that exist, in itself and in the README', () => {
+    const own = new Set(heads.map((h) => h.slug));
+    const readme = new Set(headings(read('README.md')).map((h) => h.slug));
+    for (const [, file, anchor] of runbook.matchAll(/\]\(((?:\.\.\/README\.md)?)#([^)]+)\)/g)) {
+      const known = file ? readme : own;
+      expect({ link: `${file}#${anchor}`, exists: known.has(anchor!) }).toEqual({ link: `${file}#${anchor}`, exists: true });
+    }
+  });
+});
+
+describe('Alertmanager (infra/alertmanager/alertmanager.yml)', () => {
+  interface Route {
+    receiver?: string;
+    matchers?: string[];
+    routes?: Route[];
+  }
+  interface AlertmanagerConfig {
+    route: Route;
+    receivers: Array<{ name: string }>;
+    inhibit_rules?: Array<{ source_matchers: string[]; target_matchers: string[] }>;
+  }
+  const config = parse(read('infra/alertmanager/alertmanager.yml')) as AlertmanagerConfig;
+  const alertNames = (parse(read('infra/prometheus/alerts.yml')) as RuleFile).groups.flatMap((g) => g.rules.map((r) => r.alert));
+
+  it('routes every alert to a receiver it declares, and inhibits by alert names that exist', () => {
+    const names = new Set(config.receivers.map((r) => r.name));
+    const used = (r: Route): string[] => [...(r.receiver ? [r.receiver] : []), ...(r.routes ?? []).flatMap(used)];
+    expect(config.route.receiver).toBeDefined();
+    expect(used(config.route).filter((n) => !names.has(n))).toEqual([]);
+    const matched = (config.inhibit_rules ?? [])
+      .flatMap((i) => [...i.source_matchers, ...i.target_matchers])
+      .flatMap((m) => m.match(/^alertname=~?"(.*)"$/)?.[1]?.split('|') ?? []);
+    expect(matched.length).toBeGreaterThan(0);
+    expect(matched.filter((n) => !alertNames.includes(n))).toEqual([]);
+  });
+
+  withAmtool('passes amtool check-config', () => {
+    const out = execFileSync(amtool!, ['check-config', join(root, 'infra/alertmanager/alertmanager.yml')], { encoding: 'utf8' });
+    expect(out).toMatch(/SUCCESS/);
   });
 });

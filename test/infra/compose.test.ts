@@ -96,9 +96,6 @@ const settingsTable = (markdown: string): Set<string> => {
  * test below fails as soon as one is documented or read, so the entry is removed with the work.
  */
 const NOT_YET_BUILT: Record<string, string> = {
-  REDIS_CLUSTER_NODES: 'issue 15 (Redis Cluster)',
-  RETENTION_DAYS: 'issue 15 (retention)',
-  SANDBOX_DAILY_LIMIT: 'issue 13 (sandbox parity)',
 };
 
 const SPEC_PATH = join(root, '../shared/spec/operations.md');
@@ -170,11 +167,17 @@ function dockerfile(path: string, buildArgs: Record<string, string> = {}): { arg
 const SERVICES = ['gateway', 'dispatcher'] as const;
 type ServiceName = (typeof SERVICES)[number];
 const packageJson = (svc: ServiceName) =>
-  JSON.parse(read(`services/${svc}/package.json`)) as { name: string; scripts: Record<string, string>; dependencies: Record<string, string> };
+  JSON.parse(read(`services/${svc}/package.json`)) as {
+    name: string;
+    scripts: Record<string, string>;
+    dependencies: Record<string, string>;
+    devDependencies?: Record<string, string>;
+  };
 
 describe('docker-compose.yml', () => {
-  it('runs the whole platform: Postgres, Redis, migrations, gateway, dispatcher, Prometheus, Grafana', () => {
-    expect(Object.keys(services).sort()).toEqual(['dispatcher', 'gateway', 'grafana', 'migrate', 'postgres', 'prometheus', 'redis']);
+  it('runs the whole platform: Postgres, Redis, migrations, gateway, dispatcher, Prometheus, Alertmanager, Grafana', () => {
+    expect(Object.keys(services).sort()).toEqual(['alertmanager', 'dispatcher', 'gateway', 'grafana', 'migrate', 'postgres', 'prometheus', 'redis']);
+    expect(services.alertmanager?.image).toMatch(/^prom\/alertmanager:v\d/);
     expect(services.postgres?.image).toMatch(/^postgres:16(\.|-|$)/);
     expect(services.redis?.image).toMatch(/^redis:7(\.|-|$)/);
     expect(services.prometheus?.image).toMatch(/^prom\/prometheus:v\d/);
@@ -203,7 +206,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('gives every long-running service a health check; migrate runs once', () => {
-    for (const name of ['postgres', 'redis', 'gateway', 'dispatcher', 'prometheus', 'grafana']) {
+    for (const name of ['postgres', 'redis', 'gateway', 'dispatcher', 'prometheus', 'alertmanager', 'grafana']) {
       const h = services[name]?.healthcheck;
       expect({ name, disabled: h?.disable ?? false }).toEqual({ name, disabled: false });
       const test = [h?.test ?? []].flat();
@@ -235,17 +238,19 @@ describe('docker-compose.yml', () => {
     expect(services.grafana?.depends_on?.prometheus).toEqual({ condition: 'service_healthy' });
   });
 
-  it('migrate runs `pnpm migrate`’s entry point with the gateway image, which carries it', () => {
+  it('migrate runs `pnpm migrate`’s entry point, compiled, with the gateway image, which carries it', () => {
     expect(services.migrate?.build).toEqual(services.gateway?.build);
     expect(services.migrate?.image).toBe(services.gateway?.image);
     const command = [services.migrate?.command ?? []].flat();
     const rootScripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
-    // `pnpm migrate` is `tsx packages/schema/src/db/migrate.main.ts`; in the image @svc/schema is a dependency.
-    const entry = rootScripts.migrate!.match(/packages\/schema\/(\S+)$/)?.[1];
+    // `pnpm migrate` is `tsx packages/schema/src/db/migrate.main.ts`; the gateway's build bundles that
+    // same entry point into dist/migrate.js, which the image runs with plain node.
+    const entry = rootScripts.migrate!.match(/(packages\/schema\/\S+)$/)?.[1];
     expect(entry).toBeDefined();
-    expect(command).toEqual(['node', '--import', 'tsx', `node_modules/@svc/schema/${entry}`]);
-    expect(existsSync(join(root, 'packages/schema', entry!))).toBe(true);
-    expect(packageJson('gateway').dependencies).toEqual(expect.objectContaining({ '@svc/schema': expect.any(String), tsx: expect.any(String) }));
+    expect(existsSync(join(root, entry!))).toBe(true);
+    expect(packageJson('gateway').scripts.build).toContain(`migrate=../../${entry}`);
+    expect(command).toEqual(['node', 'dist/migrate.js']);
+    expect(packageJson('gateway').dependencies).toEqual(expect.objectContaining({ '@svc/schema': expect.any(String) }));
     expect(environment('migrate').DATABASE_URL).toBe(environment('gateway').DATABASE_URL);
   });
 
@@ -282,7 +287,7 @@ describe('docker-compose.yml', () => {
     const gw = environment('gateway');
     const disp = environment('dispatcher');
     for (const k of ['PORT', 'GATEWAY_METRICS_PORT', 'ADMIN_TOKEN', 'RATE_LIMIT_PER_MINUTE']) expect(documented.has(k) && k in gw).toBe(true);
-    for (const k of ['DISPATCHER_METRICS_PORT', 'DISPATCHER_CONCURRENCY']) expect(documented.has(k) && k in disp).toBe(true);
+    for (const k of ['DISPATCHER_METRICS_PORT', 'DISPATCHER_CONCURRENCY', 'DISPATCHER_WEBHOOK_CONCURRENCY']) expect(documented.has(k) && k in disp).toBe(true);
     // Both services must agree on the database and on the Redis keys they share.
     expect(disp.DATABASE_URL).toBe(gw.DATABASE_URL);
     expect(disp.REDIS_URL).toBe(gw.REDIS_URL);
@@ -340,10 +345,31 @@ describe('docker-compose.yml', () => {
     expect(existsSync(join(root, 'infra/grafana/dashboards', home!.replace('/etc/grafana/dashboards/', '')))).toBe(true);
   });
 
+  it('runs Alertmanager with its config mounted, checked on /-/ready, and Prometheus pointed at it', () => {
+    const am = services.alertmanager!;
+    expect(am.volumes).toContain('./infra/alertmanager:/etc/alertmanager:ro');
+    expect(existsSync(join(root, 'infra/alertmanager/alertmanager.yml'))).toBe(true);
+    const command = [am.command ?? []].flat();
+    expect(command).toContain('--config.file=/etc/alertmanager/alertmanager.yml');
+    // Silences and notification state survive a restart.
+    const storage = command.find((c) => c.startsWith('--storage.path='))?.split('=')[1];
+    expect(am.volumes).toContainEqual(`alertmanager-data:${storage}`);
+    expect(am.ports).toEqual(['9093:9093']);
+    expect(healthcheckUrl(am.healthcheck)).toBe('http://127.0.0.1:9093/-/ready');
+    expect(am.restart).toBe('unless-stopped');
+    // Started first, but not a condition of Prometheus' health: metrics keep flowing without it.
+    expect(services.prometheus?.depends_on?.alertmanager).toEqual({ condition: 'service_started' });
+    const prometheus = parse(read('infra/prometheus/prometheus.yml')) as {
+      alerting?: { alertmanagers: Array<{ static_configs?: Array<{ targets: string[] }> }> };
+    };
+    const targets = prometheus.alerting?.alertmanagers.flatMap((a) => a.static_configs ?? []).flatMap((c) => c.targets) ?? [];
+    expect(targets).toEqual(['alertmanager:9093']);
+  });
+
   it('builds each service from the workspace root with the one Dockerfile template, given every argument it declares', () => {
     expect(existsSync(join(root, 'Dockerfile'))).toBe(true);
     const declared = dockerfile('Dockerfile').stages.flatMap((s) => s.instructions.filter((i) => i.keyword === 'ARG').map((i) => i.args));
-    const required = declared.filter((a) => !a.includes('=')).sort();
+    const required = [...new Set(declared.filter((a) => !a.includes('=')))].sort();
     expect(required).toEqual(['METRICS_PORT', 'METRICS_PORT_VAR', 'PORTS', 'SERVICE']);
     for (const svc of SERVICES) {
       const build = services[svc]?.build;
@@ -376,19 +402,35 @@ describe.each(SERVICES)('Dockerfile, built for the %s', (svc) => {
     expect(all(final, 'RUN')).toEqual([]);
   });
 
-  it('installs the workspace with the pinned pnpm and deploys the production tree of this service only', () => {
-    const build = stages.find((s) => s !== final && s.instructions.some((i) => /\bdeploy\b/.test(i.args)))!;
+  it('installs, builds and deploys through scripts/image-build.sh, the production tree of this service only', () => {
+    const build = stages.find((s) => s !== final && s.instructions.some((i) => /image-build\.sh deploy\b/.test(i.args)))!;
+    expect(build).toBeDefined();
     const pnpmVersion = (JSON.parse(read('package.json')) as { packageManager: string }).packageManager.split('@')[1];
     const version = build.instructions.find((i) => i.keyword === 'ARG' && i.args.startsWith('PNPM_VERSION='))?.args.split('=')[1];
     expect(version).toBe(pnpmVersion);
-    const runs = all(build, 'RUN').join('\n');
-    expect(runs).toMatch(/pnpm fetch --prod/);
-    const deploy = runs.split('\n').find((r) => /pnpm .*deploy/.test(r))!;
-    expect(deploy).toContain(`--filter ${pkg.name} `);
-    expect(deploy).toMatch(/ --prod /);
-    // The lockfile is copied before the sources, so dependency layers survive source changes.
+    // Every install and deploy step is in the script (which test/infra/image-build.test.ts runs): the
+    // fetch before the sources are copied, the deploy of this service after.
+    const runs = all(build, 'RUN');
+    expect(runs.filter((r) => /\bpnpm (install|fetch|deploy|build)\b|pnpm .*deploy/.test(r))).toEqual([]);
+    const fetchAt = build.instructions.findIndex((i) => i.keyword === 'RUN' && /^scripts\/image-build\.sh fetch$/.test(i.args));
+    const sourcesAt = build.instructions.findIndex((i) => i.keyword === 'COPY' && /^\. \.$/.test(i.args));
+    const deployAt = build.instructions.findIndex((i) => i.keyword === 'RUN' && i.args === `scripts/image-build.sh deploy /out ${svc}`);
+    expect({ fetchAt: fetchAt >= 0, deployAt: deployAt >= 0 }).toEqual({ fetchAt: true, deployAt: true });
+    expect(fetchAt).toBeLessThan(sourcesAt);
+    expect(sourcesAt).toBeLessThan(deployAt);
+    // The lockfile (and the script) are copied before the sources, so the store's layer survives source changes.
     const copies = all(build, 'COPY');
     expect(copies[0]).toMatch(/^pnpm-lock\.yaml pnpm-workspace\.yaml/);
+    expect(copies.slice(0, copies.indexOf('. .'))).toContain('scripts/image-build.sh scripts/');
+    // The script deploys from the lockfile (no --legacy: that re-resolves), offline, production only.
+    const script = read('scripts/image-build.sh').split('\n').filter((l) => !/^\s*#/.test(l)).join('\n');
+    expect(script).toMatch(/pnpm fetch\b/);
+    expect(script).toMatch(/pnpm install --offline --frozen-lockfile\b/);
+    expect(script).toMatch(/pnpm build\b/);
+    expect(script).toMatch(/--config\.inject-workspace-packages=true --filter "@svc\/\$service" --prod --offline\b/);
+    expect(script).not.toMatch(/deploy[^\n]*--legacy/);
+    // The runtime stage takes this service's deployed folder only.
+    expect(all(final, 'COPY')).toEqual([`--from=${build.name} /out/${svc} ./`]);
   });
 
   it('runs as the non-root user node, in production mode, on the ports its config reads', () => {
@@ -408,12 +450,16 @@ describe.each(SERVICES)('Dockerfile, built for the %s', (svc) => {
     expect(env[env.SVC_METRICS_PORT_VAR!]).toBe(String(config.metricsPort));
   });
 
-  it('starts the same entry point as `pnpm start`, with tsx a runtime dependency', () => {
-    expect(pkg.dependencies.tsx).toBeDefined();
+  it('starts the compiled entry point with plain node, as `start:prod` does; tsx is for development only', () => {
+    // `pnpm start` stays on tsx (development); the image runs the build's bundle, as `start:prod`.
+    expect(pkg.scripts.start).toBe('exec node --import tsx src/main.ts');
+    expect(pkg.dependencies.tsx).toBeUndefined();
+    expect(pkg.devDependencies?.tsx).toBeDefined();
+    expect(pkg.scripts.build).toMatch(/scripts\/bundle\.mjs src\/main\.ts\b/);
     const cmd = JSON.parse(all(final, 'CMD').at(-1)!) as string[];
     // The script `exec`s node so that pnpm's signal reaches it; the image runs node directly.
-    expect(cmd.join(' ')).toBe(pkg.scripts.start?.replace(/^exec /, ''));
-    expect(cmd).toEqual(['node', '--import', 'tsx', 'src/main.ts']);
+    expect(cmd.join(' ')).toBe(pkg.scripts['start:prod']?.replace(/^exec /, ''));
+    expect(cmd).toEqual(['node', 'dist/main.js']);
     expect(existsSync(join(root, `services/${svc}/src/main.ts`))).toBe(true);
     expect(args.NODE_IMAGE ?? final.from).toMatch(/^node:20/);
   });
@@ -426,11 +472,11 @@ describe('.dockerignore', () => {
     .filter((l) => l && !l.startsWith('#'));
 
   it('keeps node_modules, git history, secrets and tests out of the build context', () => {
-    expect(patterns).toEqual(expect.arrayContaining(['**/node_modules', '.git', '.env', '.test-certs', '**/test']));
+    expect(patterns).toEqual(expect.arrayContaining(['**/node_modules', '**/dist', '.git', '.env', '.test-certs', '**/test']));
   });
 
   it('keeps what the build needs: manifests, lockfile, workspace file, sources', () => {
-    for (const needed of ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'packages', 'services', 'src', 'services/gateway/src']) {
+    for (const needed of ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'packages', 'services', 'src', 'services/gateway/src', 'scripts', 'scripts/image-build.sh', 'scripts/bundle.mjs', 'tsconfig.base.json', 'tsconfig.build.json']) {
       expect({ needed, ignored: patterns.some((p) => p === needed || p === `${needed}/` || p === `**/${needed}`) }).toEqual({ needed, ignored: false });
     }
   });

@@ -26,6 +26,11 @@ export function moveOn(gw: TestGateway, numeroGuia: string, body: Record<string,
   return gw.admin('post', `/guias/${encodeURIComponent(numeroGuia)}/eventos`, body);
 }
 
+/** `POST /api/v1/guias/{numeroGuia}/simular` (a test token's courier): the internal route's body. */
+export function simulate(gw: TestGateway, token: string, numeroGuia: string, body: Record<string, unknown>) {
+  return gw.http.post(`/api/v1/guias/${encodeURIComponent(numeroGuia)}/simular`).set('Authorization', bearer(token)).send(body);
+}
+
 export async function count(pool: pg.Pool, query: string, params: unknown[] = []): Promise<number> {
   const r = await pool.query<{ n: string }>(query, params);
   return Number(r.rows[0]?.n ?? 0);

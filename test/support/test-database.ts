@@ -43,3 +43,14 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     },
   };
 }
+
+/**
+ * A small pool on a test database for the test's own checks. As the services' pools do, an idle
+ * connection that loses its server (the database dropped with force at teardown) is not an
+ * unhandled 'error'; the next query reports it.
+ */
+export function testPool(url: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  pool.on('error', () => undefined);
+  return pool;
+}

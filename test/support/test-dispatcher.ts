@@ -1,7 +1,7 @@
 import type { Logger } from '@svc/observability';
 import { loadDispatcherConfig, type DispatcherConfig } from '../../services/dispatcher/src/config';
 import { startDispatcher, type RunningDispatcher } from '../../services/dispatcher/src/dispatcher';
-import { TEST_REDIS_URL } from './env';
+import { TEST_REDIS_URL, testRedisEnv } from './env';
 import type { Receiver, ReceiverOptions } from './https-receiver';
 import { captureLogs } from './log-capture';
 import { throughProxy } from './tcp-proxy';
@@ -19,7 +19,7 @@ export interface TestDispatcher extends RunningDispatcher {
 export function testDispatcherEnv(opts: { databaseUrl: string; redisPrefix: string; env?: Record<string, string> }): Record<string, string> {
   return {
     DATABASE_URL: opts.databaseUrl,
-    REDIS_URL: TEST_REDIS_URL,
+    ...testRedisEnv(),
     REDIS_PREFIX: opts.redisPrefix,
     DISPATCHER_METRICS_PORT: '0',
     DISPATCH_HOST_MAP: 'receiver.test=127.0.0.1,other.test=127.0.0.1',

@@ -6,13 +6,14 @@ import { systemClock, type Clock } from '@svc/schema';
 import type { Logger } from '@svc/observability';
 import { loadGatewayConfig, type GatewayConfig } from '../../services/gateway/src/config';
 import { startGateway, type GatewayOptions, type RunningGateway } from '../../services/gateway/src/gateway';
-import { TEST_REDIS_URL } from './env';
+import { TEST_REDIS_CLUSTER_NODES, TEST_REDIS_URL, testKeyPrefix, testRedisEnv } from './env';
 import { startReceiver, type Receiver, type ReceiverOptions } from './https-receiver';
 import { captureLogs } from './log-capture';
-import { dropPrefix, uniquePrefix } from './redis-prefix';
+import { dropPrefix, testRedisClient, uniquePrefix } from './redis-prefix';
 import { hostPort, startTcpProxy, throughProxy, type TcpProxy } from './tcp-proxy';
 import { createTeardown } from './teardown';
-import { createTestDatabase, type TestDatabase } from './test-database';
+import { createTestDatabase, testPool, type TestDatabase } from './test-database';
+import { checkedAgent, sharedContractChecker } from './openapi-contract';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -35,7 +36,7 @@ export interface TestGatewayOptions {
 export async function startTestGateway(opts: TestGatewayOptions): Promise<TestGateway> {
   const config: GatewayConfig = loadGatewayConfig({
     DATABASE_URL: opts.databaseUrl,
-    REDIS_URL: TEST_REDIS_URL,
+    ...testRedisEnv(),
     REDIS_PREFIX: opts.redisPrefix,
     PORT: '0',
     GATEWAY_METRICS_PORT: '0',
@@ -49,7 +50,9 @@ export async function startTestGateway(opts: TestGatewayOptions): Promise<TestGa
     logger: opts.logger ?? capture.logger,
     wrapRelayQueue: opts.wrapRelayQueue,
   });
-  const http = request(`http://127.0.0.1:${gw.port}`);
+  // Every answer a test receives through `http` is checked against openapi/openapi.yaml: an answer
+  // that drifts from the document fails the test that got it (issue 14).
+  const http = checkedAgent(request(`http://127.0.0.1:${gw.port}`), await sharedContractChecker());
   return {
     ...gw,
     http,
@@ -113,10 +116,7 @@ export async function startGatewayFixture(label: string, opts: GatewayFixtureOpt
     teardown.push(() => database.drop());
     const prefix = uniquePrefix(label);
     teardown.push(() => dropPrefix(prefix));
-    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    // As the services' pools do: an idle connection that loses its server (the database dropped
-    // with force at the end) must not surface as an unhandled 'error'; the next query reports it.
-    pool.on('error', () => undefined);
+    const pool = testPool(database.url);
     teardown.push(() => pool.end());
     let receiver: Receiver | undefined;
     if (receiverOptions !== undefined) {
@@ -154,7 +154,10 @@ export async function startGatewayFixture(label: string, opts: GatewayFixtureOpt
       addGateway,
       proxies: () => (proxies ??= startProxies()),
       queue<T>(name: string) {
-        const queue = new Queue<T>(name, { connection: { url: TEST_REDIS_URL }, prefix });
+        // BullMQ takes a cluster only as a client instance, which the queue does not close itself.
+        const cluster = TEST_REDIS_CLUSTER_NODES ? testRedisClient() : undefined;
+        if (cluster) teardown.push(() => cluster.quit());
+        const queue = new Queue<T>(name, { connection: cluster ?? { url: TEST_REDIS_URL }, prefix: testKeyPrefix(prefix) });
         teardown.push(() => queue.close());
         return queue;
       },

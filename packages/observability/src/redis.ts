@@ -1,7 +1,7 @@
 // Here rather than in @svc/schema: what these helpers add to a bare ioredis client is lifecycle (a
 // connection made now, its undo on the StopStack) and health (the /readyz ping), both this
 // package's concerns; schema keeps to data shapes and contracts.
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { StopStack } from './lifecycle';
 
 /**
@@ -25,12 +25,50 @@ export function redisOptions(role: RedisRole): RedisOptions {
   return { ...ROLE_OPTIONS[role], lazyConnect: true };
 }
 
+/** A node of a Redis Cluster, as `REDIS_CLUSTER_NODES` lists them. */
+export interface RedisNode {
+  host: string;
+  port: number;
+}
+
+/** Where the services' Redis is: one server (`REDIS_URL`), or a cluster when its nodes are given. */
+export interface RedisTarget {
+  redisUrl: string;
+  redisClusterNodes?: readonly RedisNode[];
+}
+
+/** Either kind of client: the code paths are the same, keys are hash-tagged on a cluster. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * The cluster options of a role: the per-node options of `redisOptions(role)`, and fail-fast on
+ * the cluster itself for `commands`. The subscriber's sharded subscribers keep one connection per
+ * master, which SSUBSCRIBE needs (a channel lives on the shard that owns its slot).
+ */
+export function clusterOptions(role: RedisRole): ClusterOptions {
+  const { lazyConnect, enableOfflineQueue, ...perNode } = redisOptions(role);
+  return {
+    lazyConnect,
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    ...(role === 'subscriber' ? { shardedSubscribers: true } : {}),
+    redisOptions: perNode,
+  };
+}
+
+/** An unconnected client of `role` for `target`: a cluster client when its nodes are given. */
+export function createRedisClient(target: RedisTarget, role: RedisRole): RedisClient {
+  return target.redisClusterNodes?.length
+    ? new Cluster([...target.redisClusterNodes], clusterOptions(role))
+    : new Redis(target.redisUrl, redisOptions(role));
+}
+
 /**
  * A connected client for `role`; its undo (quit, or disconnect when Redis is already gone) is on
  * `undo` as `step` before the connection is tried, so a start that fails here still closes it.
+ * With cluster nodes in `target` it is a cluster client and the URL is not used.
  */
-export async function connectRedis(url: string, role: RedisRole, undo: StopStack, step: string): Promise<Redis> {
-  const client = new Redis(url, redisOptions(role));
+export async function connectRedis(target: RedisTarget, role: RedisRole, undo: StopStack, step: string): Promise<RedisClient> {
+  const client = createRedisClient(target, role);
   // Errors surface where they matter: in the command that fails and in /readyz. Unheard, an
   // 'error' event would crash the process.
   client.on('error', () => undefined);

@@ -1,8 +1,8 @@
 import { Queue, UnrecoverableError, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
-import { ESTADOS, SHIPMENT_EVENTS, type ShipmentEvent, type ShipmentEventData } from './events';
+import { ESTADOS, SHIPMENT_EVENTS, type EventName, type ShipmentEvent, type ShipmentEventData } from './events';
 import { AppError } from './errors';
 import { compile, type Validator } from './requests/validator';
-import type { OutboxRow } from './db/types';
+import type { Modo, OutboxRow } from './db/types';
 
 /**
  * The job catalog: every kind of job by name, with its queue, payload, options and job id. The
@@ -22,6 +22,10 @@ export interface ShipmentEventJob {
   /** ISO time the event's transaction committed (measured just before commit). */
   committedAt: string;
   requestId: string | null;
+  /** The event's position in its shipment's history (`X-SVC-Secuencia`); absent in jobs queued before it existed. */
+  sequence?: number;
+  /** The mode of the event's shipment (`X-SVC-Modo`); absent means live, as every event queued before it was. */
+  mode?: Modo;
 }
 
 /**
@@ -38,17 +42,27 @@ export interface DeliveryJob {
    */
   fresh?: boolean;
   webhookId: string;
+  /** The event's id (`webhook-id`): for the resend of a PING, the PING delivery's own id. */
   eventId: string;
-  evento: ShipmentEvent;
-  data: ShipmentEventData;
+  /** A shipment event, or PING for the resend of a PING. */
+  evento: EventName;
+  /** The event's data; `{}` for a PING. */
+  data: DeliveryData;
+  /** When the work was committed: the event's commit, or the resend's. */
   committedAt: string;
   requestId: string | null;
+  /** The event's position in its shipment's history; absent for a PING (and in jobs queued before it existed). */
+  sequence?: number;
+  /** `X-SVC-Modo`: the event's shipment's, or for a PING the webhook's; absent means live. */
+  mode?: Modo;
 }
 
-/** Attempts of one delivery (the contract's 3: at once, then 1 s and 2 s after the previous ended). */
+/** What a delivery carries as `data`: a shipment event's fields, or nothing for a PING. */
+export type DeliveryData = ShipmentEventData | Record<string, never>;
+
 /** The job of an event as the outbox row records it (committed at the row's creation). */
 export function eventJobOf(
-  row: Pick<OutboxRow, 'id' | 'evento' | 'empresa_id' | 'sucursal_id' | 'data' | 'created_at' | 'request_id'>,
+  row: Pick<OutboxRow, 'id' | 'evento' | 'empresa_id' | 'sucursal_id' | 'data' | 'created_at' | 'request_id' | 'secuencia' | 'modo'>,
 ): ShipmentEventJob {
   return {
     eventId: row.id,
@@ -58,9 +72,31 @@ export function eventJobOf(
     data: row.data,
     committedAt: row.created_at.toISOString(),
     requestId: row.request_id,
+    ...(row.secuencia === null ? {} : { sequence: row.secuencia }),
+    mode: row.modo,
   };
 }
 
+/** The job of one attempt of `event`'s delivery to one webhook: the event's fields, as the fan-out and the reconciler send them. */
+export function deliveryJobOf(event: ShipmentEventJob, delivery: { deliveryId: string; attempt: number; webhookId: string }): DeliveryJob {
+  return {
+    deliveryId: delivery.deliveryId,
+    attempt: delivery.attempt,
+    webhookId: delivery.webhookId,
+    eventId: event.eventId,
+    evento: event.evento,
+    data: event.data,
+    committedAt: event.committedAt,
+    requestId: event.requestId,
+    ...(event.sequence === undefined ? {} : { sequence: event.sequence }),
+    ...(event.mode === undefined ? {} : { mode: event.mode }),
+  };
+}
+
+/** The columns of `outbox` that `eventJobOf` reads. */
+export const EVENT_JOB_COLUMNS = ['id', 'evento', 'empresa_id', 'sucursal_id', 'data', 'created_at', 'request_id', 'secuencia', 'modo'] as const;
+
+/** Attempts of one delivery (the contract's 3: at once, then 1 s and 2 s after the previous ended). */
 export const DELIVERY_MAX_ATTEMPTS = 3;
 
 /** The wait after the end of attempt `attempt` before the next one: 1 s, then 2 s. */
@@ -96,6 +132,9 @@ const common = {
   data: eventData,
   committedAt: { type: 'string', format: 'date-time' },
   requestId: { type: ['string', 'null'] },
+  // Optional: jobs queued before these existed are still well-formed.
+  sequence: { type: 'integer', minimum: 1 },
+  mode: { type: 'string', enum: ['live', 'test'] },
 } as const;
 
 export const JOBS = {
@@ -136,6 +175,8 @@ export const JOBS = {
       type: 'object',
       properties: {
         ...common,
+        evento: { type: 'string', enum: [...SHIPMENT_EVENTS, 'PING'] },
+        data: { type: 'object' },
         deliveryId: uuid,
         attempt: { type: 'integer', minimum: 1, maximum: DELIVERY_MAX_ATTEMPTS },
         fresh: { type: 'boolean' },
@@ -143,6 +184,10 @@ export const JOBS = {
       },
       required: ['deliveryId', 'attempt', 'webhookId', 'eventId', 'evento', 'data', 'committedAt', 'requestId'],
       additionalProperties: false,
+      // A PING (resent) carries `{}`; a shipment event its own fields.
+      if: { properties: { evento: { const: 'PING' } }, required: ['evento'] },
+      then: { properties: { data: { type: 'object', maxProperties: 0 } } },
+      else: { properties: { data: eventData } },
     }),
   } satisfies JobContract<DeliveryJob>,
 } as const;

@@ -88,8 +88,20 @@ export interface CommonSettings {
   databaseUrl: string;
   /** REDIS_URL: Redis (queues, rate limits, caches). Default `redis://127.0.0.1:6379`. */
   redisUrl: string;
-  /** REDIS_PREFIX: prefix of every Redis key and queue, so two stacks can share one Redis. Default `svc`. */
+  /**
+   * REDIS_PREFIX: prefix of every Redis key and queue, so two stacks can share one Redis. Default
+   * `svc`. On a cluster (`REDIS_CLUSTER_NODES`) this is the variable's value as a hash tag,
+   * `{svc}`: BullMQ's scripts touch many keys of a queue at once, which a cluster allows only
+   * within one slot. The tag is added on a cluster only: on one server the keys (stored data) keep
+   * their names.
+   */
   redisPrefix: string;
+  /**
+   * REDIS_CLUSTER_NODES: `host:port,host:port,...` of a Redis Cluster (any of its nodes; the rest are
+   * discovered). When set, every Redis client is a cluster client and `REDIS_URL` is ignored.
+   * Default unset: one Redis at `REDIS_URL`.
+   */
+  redisClusterNodes?: Array<{ host: string; port: number }>;
   /** DB_POOL_SIZE: Postgres connections of this process. Default 20. */
   dbPoolSize: number;
   /** LOG_LEVEL: pino level, one of `LOG_LEVELS`. Default `info`. */
@@ -122,6 +134,7 @@ export function readCommonSettings(r: SettingsReader): CommonSettings {
     databaseUrl: r.url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc', ['postgres:', 'postgresql:']),
     redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     redisPrefix: r.string('REDIS_PREFIX', 'svc'),
+    redisClusterNodes: readClusterNodes(r),
     dbPoolSize: r.int('DB_POOL_SIZE', 20, 1, 1000),
     logLevel: r.string('LOG_LEVEL', 'info'),
     dispatchHostMap: r.string('DISPATCH_HOST_MAP', ''),
@@ -130,5 +143,18 @@ export function readCommonSettings(r: SettingsReader): CommonSettings {
   };
   r.check('LOG_LEVEL', (LOG_LEVELS as readonly string[]).includes(settings.logLevel), `must be one of ${LOG_LEVELS.join(', ')}`);
   r.check('REDIS_PREFIX', /^[A-Za-z0-9_.:-]{1,64}$/.test(settings.redisPrefix), 'letters, digits, _ . : - (1-64)');
+  if (settings.redisClusterNodes) settings.redisPrefix = `{${settings.redisPrefix}}`;
   return settings;
+}
+
+function readClusterNodes(r: SettingsReader): CommonSettings['redisClusterNodes'] {
+  const raw = r.optional('REDIS_CLUSTER_NODES');
+  if (raw === undefined) return undefined;
+  const nodes = raw.split(',').map((entry) => {
+    const m = /^\s*([^\s:,]+):(\d{1,5})\s*$/.exec(entry);
+    return m && Number(m[2]) >= 1 && Number(m[2]) <= 65535 ? { host: m[1]!, port: Number(m[2]) } : undefined;
+  });
+  const valid = nodes.filter((n) => n !== undefined);
+  r.check('REDIS_CLUSTER_NODES', valid.length === nodes.length, 'must be host:port,host:port,... (ports 1-65535)');
+  return valid.length === nodes.length ? valid : undefined;
 }

@@ -37,6 +37,17 @@ describe('the job catalog', () => {
     expect([JOBS.delivery.queue, JOBS.delivery.name]).toEqual(['webhook-deliveries', 'webhook-delivery']);
   });
 
+  it('takes the sequence and mode of an event, and the resend of a PING; jobs queued before them stay well-formed', () => {
+    const withHeaders: DeliveryJob = { ...delivery, sequence: 5, mode: 'live' };
+    expect(validPayload(JOBS.delivery, { id: 'j1', data: withHeaders })).toBe(withHeaders);
+    const ping: DeliveryJob = { ...delivery, evento: 'PING', data: {}, mode: 'test' };
+    expect(validPayload(JOBS.delivery, { id: 'j2', data: ping })).toBe(ping);
+    const eventWithHeaders: ShipmentEventJob = { ...event, sequence: 1, mode: 'live' };
+    expect(validPayload(JOBS.shipmentEvent, { id: 'j3', data: eventWithHeaders })).toBe(eventWithHeaders);
+    // `delivery` and `event` above have neither: the shape of jobs queued before this change.
+    expect(validPayload(JOBS.delivery, { id: 'j4', data: delivery })).toBe(delivery);
+  });
+
   it('hands a worker a well-formed payload as it is', () => {
     expect(validPayload(JOBS.shipmentEvent, { id: event.eventId, data: event })).toBe(event);
     expect(validPayload(JOBS.delivery, { id: delivery.deliveryId, data: delivery })).toBe(delivery);
@@ -50,6 +61,10 @@ describe('the job catalog', () => {
     ['a fourth attempt', { ...delivery, attempt: 4 }, /attempt/],
     ['an extra field', { ...delivery, secret: 'x' }, /secret is not an accepted field/],
     ['a bad status in data', { ...delivery, data: { numeroGuia: 'X', estado: 'PERDIDA' } }, /data.estado/],
+    ['a shipment event without its data', { ...delivery, data: {} }, /data.numeroGuia is required/],
+    ['a PING with data', { ...delivery, evento: 'PING', data: { numeroGuia: 'X', estado: 'CREADA' } }, /data/],
+    ['a sequence of 0', { ...delivery, sequence: 0 }, /sequence/],
+    ['an unknown mode', { ...delivery, mode: 'sandbox' }, /mode must be one of/],
   ])('fails a malformed delivery job for good (%s)', (_case, data, message) => {
     let thrown: unknown;
     try {

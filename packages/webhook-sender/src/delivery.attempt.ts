@@ -1,17 +1,38 @@
-import { sign } from '@svc/webhook-signature';
+import { sign, standardSignatureHeader } from '@svc/webhook-signature';
 import type { SendOutcome, WebhookSender } from './webhook.sender';
 
 export const USER_AGENT = 'SVC-Webhooks/1.0';
+
+/** `X-SVC-Modo`: live events and webhooks, or sandbox (`test`) ones. */
+export type DeliveryMode = 'live' | 'test';
+
+/** The secret a rotation replaced: it signs beside the current one until its overlap ends. */
+export interface PreviousSecret {
+  /** Never log it. */
+  secret: string;
+  expiresAt: Date;
+}
 
 export interface AttemptInput {
   url: string;
   /** The webhook's signing key: never log it. */
   secret: string;
+  /** The secret before the last rotation while its overlap lasts (ignored once `expiresAt` has passed), else null. */
+  previousSecret: PreviousSecret | null;
   /** The delivery id: the payload's `webhookId` and `X-Request-Id`, the same on every attempt. */
   deliveryId: string;
+  /**
+   * `webhook-id`: the event's id, the same for every webhook, retry and resend of the event; for a
+   * PING, the PING delivery's own id (kept by its resends).
+   */
+  eventId: string;
   /** The event name: the payload's `event` and `X-SVC-Event`. */
   event: string;
   data: object;
+  /** `X-SVC-Secuencia`: the event's position in its shipment's history; null (no header) for a PING. */
+  sequence: number | null;
+  /** `X-SVC-Modo`. */
+  mode: DeliveryMode;
 }
 
 export interface AttemptOutcome extends SendOutcome {
@@ -25,18 +46,34 @@ export function deliveryBody(input: Pick<AttemptInput, 'deliveryId' | 'event' | 
 }
 
 /**
- * The headers of one attempt: the HMAC-SHA256 of the exact body keyed with the secret
- * (`sha256=<hex>`), the event, the attempt's time, the delivery id and the platform's user agent.
+ * The headers of one attempt, stamped `at` (its body's `timestamp`):
+ * - the contract's: `X-SVC-Signature` (`sha256=<hex>` HMAC-SHA256 of the exact body keyed with the
+ *   whole secret string), the event, the attempt's time, the delivery id, the user agent;
+ * - during a rotation's overlap, `X-SVC-Signature-Anterior`: the same keyed with the previous secret;
+ * - Standard Webhooks': `webhook-id`, `webhook-timestamp` (Unix seconds of `at`) and
+ *   `webhook-signature` (current secret first, then the previous one during the overlap);
+ * - `X-SVC-Modo`, and `X-SVC-Secuencia` for a shipment event.
  */
-export function deliveryHeaders(body: string, secret: string, event: string, timestamp: string, deliveryId: string): Record<string, string> {
-  return {
+export function deliveryHeaders(body: string, input: Omit<AttemptInput, 'url' | 'data'>, at: Date): Record<string, string> {
+  const timestamp = at.toISOString();
+  const previous = input.previousSecret !== null && input.previousSecret.expiresAt.getTime() > at.getTime() ? input.previousSecret.secret : null;
+  const seconds = Math.floor(at.getTime() / 1000);
+  const secrets = previous === null ? [input.secret] : [input.secret, previous];
+  const headers: Record<string, string> = {
     'content-type': 'application/json',
-    'x-svc-signature': sign(body, secret),
-    'x-svc-event': event,
+    'x-svc-signature': sign(body, input.secret),
+    'x-svc-event': input.event,
     'x-svc-timestamp': timestamp,
-    'x-request-id': deliveryId,
+    'x-request-id': input.deliveryId,
     'user-agent': USER_AGENT,
+    'webhook-id': input.eventId,
+    'webhook-timestamp': String(seconds),
+    'webhook-signature': standardSignatureHeader(input.eventId, seconds, body, secrets),
+    'x-svc-modo': input.mode,
   };
+  if (previous !== null) headers['x-svc-signature-anterior'] = sign(body, previous);
+  if (input.sequence !== null) headers['x-svc-secuencia'] = String(input.sequence);
+  return headers;
 }
 
 /**
@@ -45,8 +82,9 @@ export function deliveryHeaders(body: string, secret: string, event: string, tim
  * failure; the outcome says what happened.
  */
 export async function attemptDelivery(sender: WebhookSender, input: AttemptInput): Promise<AttemptOutcome> {
-  const timestamp = new Date().toISOString();
+  const at = new Date();
+  const timestamp = at.toISOString();
   const body = deliveryBody(input, timestamp);
-  const outcome = await sender.send(input.url, body, deliveryHeaders(body, input.secret, input.event, timestamp, input.deliveryId));
+  const outcome = await sender.send(input.url, body, deliveryHeaders(body, input, at));
   return { ...outcome, timestamp };
 }

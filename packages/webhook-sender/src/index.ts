@@ -15,4 +15,12 @@ export {
 export { attemptDelivery, type AttemptInput, type AttemptOutcome } from './delivery.attempt';
 export { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type UrlCheck } from './webhook-url.validator';
 export { parseHostMap } from './host-map.parser';
+export {
+  createNameResolver,
+  DEFAULT_DNS_TIMEOUT_MS,
+  NameResolutionError,
+  type NameResolver,
+  type NameResolverOptions,
+  type ResolvedAddress,
+} from './dns.resolver';
 export { parseCidrs, isGuardedAddress, type AllowList } from './address.guard';

@@ -1,4 +1,4 @@
-import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import type { LookupAddress, LookupOptions } from 'node:dns';
 import { readFileSync } from 'node:fs';
 import { isIP, type LookupFunction } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { Agent, buildConnector } from 'undici';
 import { guardedRange, isAllowed, parseCidrs, parseIp, type AllowList } from './address.guard';
 import { normaliseHostName, parseHostMap } from './host-map.parser';
+import { createNameResolver, DEFAULT_DNS_TIMEOUT_MS, NAME_UNRESOLVED_CODE, NameResolutionError, type ResolvedAddress } from './dns.resolver';
 
 export type AttemptResult = '2xx' | '3xx' | '4xx' | '5xx' | 'timeout' | 'network' | 'blocked';
 
@@ -44,8 +45,22 @@ export interface SenderOptions {
   hostMap: string;
   /** DISPATCH_ALLOW_CIDRS: ranges exempted from the address guard (tests only). */
   allowCidrs: string;
-  /** The whole attempt (resolve, connect, TLS, headers, body). Default 5000, the contract's. */
+  /**
+   * The whole attempt (resolve, connect, TLS, headers, body), a hard deadline: the outcome is
+   * decided when it passes, whatever is still under way. Default 5000, the contract's.
+   */
   timeoutMs?: number;
+  /**
+   * Name servers (`ip` or `ip:port`) to resolve webhook hosts with. Unset: the system's. Tests point
+   * it at a fake server on loopback.
+   */
+  dnsServers?: readonly string[];
+  /**
+   * The longest a name lookup waits for the name servers, and never past the attempt's deadline.
+   * Default: 2000 ms, or half of timeoutMs when that is shorter, so that a silent name server is
+   * reported as such (DNS) rather than as the attempt's timeout.
+   */
+  dnsTimeoutMs?: number;
   /**
    * Connections kept per origin. Default: no cap, so the caller's own concurrency
    * (DISPATCHER_CONCURRENCY) bounds it; a cap would make sends queue inside the sender and spend
@@ -60,6 +75,8 @@ export interface SenderOptions {
 }
 
 export const DEFAULT_TIMEOUT_MS = 5000;
+/** How long a lookup outlives the deadline of the attempts waiting for it (then it is cancelled). */
+const LOOKUP_GRACE_MS = 50;
 /** Response bodies are drained (so the connection can carry the next delivery) up to this size. */
 const MAX_DRAINED_BODY = 64 * 1024;
 const BLOCKED_CODE = 'SVC_ADDRESS_BLOCKED';
@@ -117,6 +134,8 @@ function failureOf(err: unknown, host: string): { error: AttemptError; message: 
   const code = typeof e?.code === 'string' ? e.code : '';
   const text = e?.message ?? String(err);
   if (code === BLOCKED_CODE) return { error: 'BLOCKED_ADDRESS', message: clip(text) };
+  // The resolver's own errors already say `cannot resolve <host>: <reason>`.
+  if (code === NAME_UNRESOLVED_CODE) return { error: 'DNS', message: clip(text) };
   if (DNS_CODES.includes(code) || e?.syscall === 'getaddrinfo') {
     return { error: 'DNS', message: clip(`cannot resolve ${host}: ${code || text}`) };
   }
@@ -128,37 +147,50 @@ function failureOf(err: unknown, host: string): { error: AttemptError; message: 
 }
 
 /**
- * Reads the answer's body: its first MAX_RESPONSE_LENGTH characters as text, and the rest drained
- * (so the connection can carry the next delivery) up to MAX_DRAINED_BODY, past which the body is
- * dropped and its connection closed. A body that breaks off (the deadline, a reset) gives what came.
+ * What has come of an answer so far. Kept outside the reading loop so that the deadline can report
+ * it (a failure's status and the start of its body) without waiting for the loop to notice the abort.
  */
-async function excerpt(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<{ text: string; complete: boolean }> {
-  const kept: Buffer[] = [];
-  let keptBytes = 0;
+interface AnswerSoFar {
+  /** 0 until the status line arrived. */
+  statusCode: number;
+  kept: Buffer[];
+  keptBytes: number;
+}
+
+// A UTF-8 character is at most 4 bytes: this many bytes hold MAX_RESPONSE_LENGTH characters.
+const KEPT_BYTES = MAX_RESPONSE_LENGTH * 4;
+
+/** The first MAX_RESPONSE_LENGTH characters of what was kept of the body. */
+function excerptOf(answer: AnswerSoFar): string {
+  const decoded = new TextDecoder().decode(Buffer.concat(answer.kept).subarray(0, KEPT_BYTES));
+  // Code points, not UTF-16 units, so a character is never cut in half; a text of at most that
+  // many units (the usual short answer) has at most that many code points and is kept as it is.
+  return decoded.length <= MAX_RESPONSE_LENGTH ? decoded : [...decoded].slice(0, MAX_RESPONSE_LENGTH).join('');
+}
+
+/**
+ * Reads the answer's body, keeping its first KEPT_BYTES in `answer` and draining the rest (so the
+ * connection can carry the next delivery) up to MAX_DRAINED_BODY, past which the body is dropped and
+ * its connection closed. False when the body broke off (the deadline's abort, a reset).
+ */
+async function readBody(body: AsyncIterable<Buffer> & { destroy(): unknown }, answer: AnswerSoFar): Promise<boolean> {
   let seen = 0;
-  // A UTF-8 character is at most 4 bytes: this many bytes hold MAX_RESPONSE_LENGTH characters.
-  const keep = MAX_RESPONSE_LENGTH * 4;
-  let complete = true;
   try {
     for await (const chunk of body) {
       seen += chunk.length;
-      if (keptBytes < keep) {
-        kept.push(chunk);
-        keptBytes += chunk.length;
+      if (answer.keptBytes < KEPT_BYTES) {
+        answer.kept.push(chunk);
+        answer.keptBytes += chunk.length;
       }
       if (seen > MAX_DRAINED_BODY) {
         body.destroy();
         break;
       }
     }
+    return true;
   } catch {
-    complete = false;
+    return false;
   }
-  const decoded = new TextDecoder().decode(Buffer.concat(kept).subarray(0, keep));
-  // Code points, not UTF-16 units, so a character is never cut in half; a text of at most that
-  // many units (the usual short answer) has at most that many code points and is kept as it is.
-  const text = decoded.length <= MAX_RESPONSE_LENGTH ? decoded : [...decoded].slice(0, MAX_RESPONSE_LENGTH).join('');
-  return { text, complete };
 }
 
 function classify(statusCode: number): AttemptResult {
@@ -181,33 +213,48 @@ function refusal(host: string, addresses: readonly string[], allow: AllowList): 
   return null;
 }
 
+/** Asks for a name's addresses; rejects when it cannot tell them. */
+export type ResolveName = (hostname: string) => Promise<readonly ResolvedAddress[]>;
+
+const wantedFamily = (family: LookupOptions['family']): 0 | 4 | 6 => {
+  if (family === 4 || family === 'IPv4') return 4;
+  if (family === 6 || family === 'IPv6') return 6;
+  return 0;
+};
+
 /**
- * The connector's `lookup`: DISPATCH_HOST_MAP first, then DNS with every address, each vetted. Node
- * connects to exactly what this returns, so the address checked is the address used (no second
+ * The connector's `lookup`: DISPATCH_HOST_MAP first, then `resolve` with every address, each vetted.
+ * Node connects to exactly what this returns, so the address checked is the address used (no second
  * lookup that a rebinding DNS server could answer differently). A name with any guarded address is
  * refused as a whole rather than filtered, since a mixed answer is itself suspicious.
  */
-export function createGuardedLookup(hostMap: ReadonlyMap<string, string>, allow: AllowList): LookupFunction {
+export function createGuardedLookup(hostMap: ReadonlyMap<string, string>, allow: AllowList, resolve: ResolveName): LookupFunction {
   return (hostname, options: LookupOptions, callback) => {
-    const answer = (addresses: LookupAddress[]): void => {
-      const blocked = refusal(hostname, addresses.map((a) => a.address), allow);
+    const answer = (found: readonly ResolvedAddress[]): void => {
+      const blocked = refusal(hostname, found.map((a) => a.address), allow);
       if (blocked !== null) {
         callback(blocked, '', 0);
         return;
       }
-      if (options.all === true) callback(null, addresses);
-      else callback(null, addresses[0]!.address, addresses[0]!.family);
+      const family = wantedFamily(options.family);
+      // Vetted as a whole above; only then narrowed to the family the socket asked for.
+      const addresses: LookupAddress[] = found.filter((a) => family === 0 || a.family === family).map((a) => ({ address: a.address, family: a.family }));
+      const first = addresses[0];
+      if (first === undefined) callback(new NameResolutionError(hostname, `no IPv${family} address (ENODATA)`, 'ENODATA'), '', 0);
+      else if (options.all === true) callback(null, addresses);
+      else callback(null, first.address, first.family);
     };
     const mapped = hostMap.get(normaliseHostName(hostname));
     if (mapped !== undefined) {
       // net expects the lookup to answer asynchronously, as DNS would.
-      process.nextTick(answer, [{ address: mapped, family: isIP(mapped) }]);
+      process.nextTick(answer, [{ address: mapped, family: isIP(mapped) === 6 ? 6 : 4 }]);
       return;
     }
-    dnsLookup(hostname, { all: true, family: options.family ?? 0, hints: options.hints }, (err, addresses) => {
-      if (err) callback(err, '', 0);
-      else answer(addresses);
-    });
+    // The callbacks run on a tick of their own: what net does with the answer is not the promise's business.
+    void resolve(hostname).then(
+      (found) => process.nextTick(answer, found),
+      (err: unknown) => process.nextTick(callback, err as NodeJS.ErrnoException, '', 0),
+    );
   };
 }
 
@@ -226,16 +273,46 @@ function trustingAlso(file: string): SecureContext {
  * The guarded HTTPS sender: an undici Agent keeps connections alive per origin (TLS is negotiated
  * once per connection, and resumed from the session cache for new ones); every new connection
  * resolves and vets its host in the connector, so no connection to a guarded address is ever opened.
+ *
+ * Every attempt has a hard deadline: its outcome is whichever comes first of the work and a timer
+ * of timeoutMs started with it. When the timer wins, the work is aborted and left to wind down in
+ * the background; undici's own timeouts (a coarse clock that fires late) only back that cleanup up.
  */
 export function createWebhookSender(options: SenderOptions): WebhookSender {
   const hostMap = parseHostMap(options.hostMap);
   const allow = parseCidrs(options.allowCidrs);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error('timeoutMs must be a positive number');
+  const dnsTimeoutMs = options.dnsTimeoutMs ?? Math.min(DEFAULT_DNS_TIMEOUT_MS, timeoutMs / 2);
+  const resolver = createNameResolver({ servers: options.dnsServers, timeoutMs: dnsTimeoutMs });
+
+  // The deadlines of the attempts in flight, per host name. A connection is opened for its origin,
+  // not for one attempt, so its lookup may take as long as the last attempt waiting for that host
+  // has left, and no longer.
+  const deadlines = new Map<string, number[]>();
+  const awaitHost = (hostname: string, deadline: number): (() => void) => {
+    const name = normaliseHostName(hostname);
+    const list = deadlines.get(name) ?? [];
+    list.push(deadline);
+    deadlines.set(name, list);
+    return () => {
+      list.splice(list.indexOf(deadline), 1);
+      if (list.length === 0) deadlines.delete(name);
+    };
+  };
+  const lookupBudget = (hostname: string): number => {
+    const list = deadlines.get(normaliseHostName(hostname));
+    if (list === undefined) return dnsTimeoutMs;
+    // A little past the latest deadline: when the deadline is what cuts the lookup short, the
+    // attempt's own timer must fire first and call it a TIMEOUT (with the two at the same instant,
+    // the lookup's timer sometimes won and the attempt was called a DNS failure).
+    return list.reduce((latest, d) => Math.max(latest, d), -Infinity) - performance.now() + LOOKUP_GRACE_MS;
+  };
 
   const connectVetted = buildConnector({
+    // Closes a connection that no attempt can use any more (they all ended at their deadline).
     timeout: timeoutMs,
-    lookup: createGuardedLookup(hostMap, allow),
+    lookup: createGuardedLookup(hostMap, allow, (hostname) => resolver.resolve(hostname, lookupBudget(hostname))),
     ...(options.extraCaFile ? { secureContext: trustingAlso(options.extraCaFile) } : {}),
   });
   const agent = new Agent({
@@ -273,6 +350,41 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
   });
   const timedOutAfter = (started: number): SendOutcome =>
     outcome(started, 'timeout', { error: 'TIMEOUT', message: `no answer within ${seconds}` });
+  const answered = (started: number, statusCode: number, response: string): SendOutcome => {
+    const result = classify(statusCode);
+    return outcome(started, result, {
+      statusCode,
+      error: result === '2xx' ? null : 'HTTP_STATUS',
+      message: result === '2xx' ? null : clip(`the receiver answered ${statusCode} ${STATUS_CODES[statusCode] ?? ''}`),
+      response,
+    });
+  };
+
+  /** The request and its answer, up to the end of the body; never rejects. */
+  async function exchange(target: URL, body: string, headers: Record<string, string>, signal: AbortSignal, started: number, answer: AnswerSoFar): Promise<SendOutcome> {
+    try {
+      const response = await agent.request({
+        origin: target.origin,
+        path: target.pathname + target.search,
+        method: 'POST',
+        headers,
+        body,
+        signal,
+      });
+      answer.statusCode = response.statusCode;
+      const complete = await readBody(response.body, answer);
+      // A 2xx counts only once its whole answer came; a failure's status stands.
+      if (classify(response.statusCode) === '2xx' && !complete) {
+        if (signal.aborted) return timedOutAfter(started);
+        return outcome(started, 'network', failureOf(new Error('the answer broke off'), target.hostname));
+      }
+      return answered(started, response.statusCode, excerptOf(answer));
+    } catch (err) {
+      if (signal.aborted || TIMEOUT_CODES.some((code) => hasCode(err, code))) return timedOutAfter(started);
+      const failure = failureOf(err, target.hostname);
+      return outcome(started, failure.error === 'BLOCKED_ADDRESS' ? 'blocked' : 'network', failure);
+    }
+  }
 
   async function send(url: string, body: string, headers: Record<string, string>): Promise<SendOutcome> {
     const started = performance.now();
@@ -287,50 +399,63 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
     }
 
     const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
+    const answer: AnswerSoFar = { statusCode: 0, kept: [], keptBytes: 0 };
+    const release = awaitHost(target.hostname, started + timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<SendOutcome>((resolve) => {
+      const expire = (): void => {
+        // Timers count from the event loop's cached clock, which can lag the real one by the
+        // loop's current turn: such a timer fires a little early, and waits out the rest here.
+        const left = started + timeoutMs - performance.now();
+        if (left > 0) {
+          timer = setTimeout(expire, left);
+          return;
+        }
+        controller.abort();
+        // A failure's status already decided the outcome; only the rest of its body is cut short.
+        const failed = answer.statusCode !== 0 && classify(answer.statusCode) !== '2xx';
+        resolve(failed ? answered(started, answer.statusCode, excerptOf(answer)) : timedOutAfter(started));
+      };
+      timer = setTimeout(expire, timeoutMs);
+    });
     try {
-      const response = await agent.request({
-        origin: target.origin,
-        path: target.pathname + target.search,
-        method: 'POST',
-        headers,
-        body,
-        signal: controller.signal,
-      });
-      const result = classify(response.statusCode);
-      const answer = await excerpt(response.body);
-      // A 2xx counts only once its whole answer came within the deadline; a failure's status stands.
-      if (result === '2xx' && !answer.complete) return timedOut ? timedOutAfter(started) : outcome(started, 'network', failureOf(new Error('the answer broke off'), target.hostname));
-      const done = outcome(started, result, {
-        statusCode: response.statusCode,
-        error: result === '2xx' ? null : 'HTTP_STATUS',
-        message: result === '2xx' ? null : clip(`the receiver answered ${response.statusCode} ${STATUS_CODES[response.statusCode] ?? ''}`),
-        response: answer.text,
-      });
-      // undici hands a kept-alive connection back to its pool one event-loop turn after the
-      // response (setImmediate); a caller that sends again at once would otherwise find it busy
-      // and open another connection, doubling the connections (and TLS handshakes) per origin.
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      const done = await Promise.race([exchange(target, body, headers, controller.signal, started, answer), deadline]);
+      if (done.statusCode !== 0 && !controller.signal.aborted) {
+        // undici hands a kept-alive connection back to its pool one event-loop turn after the
+        // response (setImmediate); a caller that sends again at once would otherwise find it busy
+        // and open another connection, doubling the connections (and TLS handshakes) per origin.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
       return done;
-    } catch (err) {
-      if (timedOut || TIMEOUT_CODES.some((code) => hasCode(err, code))) return timedOutAfter(started);
-      const failure = failureOf(err, target.hostname);
-      return outcome(started, failure.error === 'BLOCKED_ADDRESS' ? 'blocked' : 'network', failure);
     } finally {
       clearTimeout(timer);
+      release();
     }
   }
 
+  const sending = new Set<Promise<SendOutcome>>();
   let closing: Promise<void> | undefined;
   return {
-    send,
+    send(url, body, headers) {
+      const sent = send(url, body, headers);
+      sending.add(sent);
+      const forget = (): void => void sending.delete(sent);
+      sent.then(forget, forget);
+      return sent;
+    },
     close() {
       // Idempotent: both a service's shutdown and a test's teardown may call it.
-      closing ??= agent.close();
+      closing ??= (async () => {
+        // Refuses new sends at once; those in flight end by their deadline.
+        const closed = agent.close();
+        await Promise.allSettled([...sending]);
+        // Whatever undici still holds now was abandoned at a deadline, and nobody waits for it: it
+        // is cut rather than awaited. (A handshake that never finished still holds its socket, and
+        // `closed`, until the connect timeout; destroy() does not reach a connection in the making.)
+        await agent.destroy();
+        closed.catch(() => undefined);
+        resolver.close();
+      })();
       return closing;
     },
   };

@@ -196,7 +196,7 @@ describe('the outbound address guard at send time', () => {
       expect(receiver.connections).toBe(0);
     });
 
-    it('refuses a name that DNS resolves to loopback (localhost through the system resolver)', async () => {
+    it('refuses localhost, which always names loopback (RFC 6761, answered without asking DNS)', async () => {
       const outcome = await strict.send(`https://localhost:${receiver.port}/hook`, '{}', JSON_HEADERS);
       expect(outcome).toMatchObject({ ok: false, statusCode: 0, result: 'blocked' });
       expect(receiver.connections).toBe(0);

@@ -10,6 +10,12 @@ export interface DispatcherConfig extends CommonSettings {
   /** DISPATCHER_CONCURRENCY: deliveries in flight in this process. Default 50. */
   concurrency: number;
   /**
+   * DISPATCHER_WEBHOOK_CONCURRENCY: deliveries in flight for one webhook in this process (a
+   * degraded webhook gets a quarter of it). Default: half of DISPATCHER_CONCURRENCY, so one webhook
+   * never holds the whole pool; at most DISPATCHER_CONCURRENCY.
+   */
+  webhookConcurrency: number;
+  /**
    * DISPATCHER_LOCK_DURATION_MS: how long a job stays locked to this process without renewal; a
    * dead process's jobs move on after it. Default 30000.
    */
@@ -22,14 +28,26 @@ export interface DispatcherConfig extends CommonSettings {
    * second-guesses work that is merely queued.
    */
   reconcileGraceMs: number;
+  /**
+   * RETENTION_DAYS: ended deliveries, their attempts, and relayed, fanned-out events (the
+   * deliveries' payloads) no delivery names any longer, older than this, are removed in small
+   * batches (retention/retention.task.ts). Pending deliveries and events not fanned out stay
+   * whatever their age; shipments and their history are never removed. Default 30.
+   */
+  retentionDays: number;
 }
 
 export function loadDispatcherConfig(env: Record<string, string | undefined> = process.env): DispatcherConfig {
-  return loadSettings('dispatcher', env, (r) => ({
-    metricsPort: r.int('DISPATCHER_METRICS_PORT', 9102, 0, 65535),
-    concurrency: r.int('DISPATCHER_CONCURRENCY', 50, 1, 10_000),
-    lockDurationMs: r.int('DISPATCHER_LOCK_DURATION_MS', 30_000, 1000, 600_000),
-    reconcileIntervalMs: r.int('RECONCILE_INTERVAL_MS', 10_000, 100, 3_600_000),
-    reconcileGraceMs: r.int('RECONCILE_GRACE_MS', 30_000, 100, 86_400_000),
-  }));
+  return loadSettings('dispatcher', env, (r) => {
+    const concurrency = r.int('DISPATCHER_CONCURRENCY', 50, 1, 10_000);
+    return {
+      metricsPort: r.int('DISPATCHER_METRICS_PORT', 9102, 0, 65535),
+      concurrency,
+      webhookConcurrency: r.int('DISPATCHER_WEBHOOK_CONCURRENCY', Math.ceil(concurrency / 2), 1, concurrency),
+      lockDurationMs: r.int('DISPATCHER_LOCK_DURATION_MS', 30_000, 1000, 600_000),
+      reconcileIntervalMs: r.int('RECONCILE_INTERVAL_MS', 10_000, 100, 3_600_000),
+      reconcileGraceMs: r.int('RECONCILE_GRACE_MS', 30_000, 100, 86_400_000),
+      retentionDays: r.int('RETENTION_DAYS', 30, 1, 36_500),
+    };
+  });
 }

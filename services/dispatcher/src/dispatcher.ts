@@ -7,6 +7,8 @@ import { createFanOut } from './fan-out/fan-out.worker';
 import { createDeliveryProcessor } from './deliveries/delivery.worker';
 import { createDispatcherMetrics, QUEUE_STATES, type DispatcherMetrics } from './observability/dispatcher-metrics';
 import { createReconciler, type Reconciler } from './reconcile/reconciler';
+import { createRetention, type Retention } from './retention/retention.task';
+import { createWebhookSlots } from './deliveries/webhook-slots.limiter';
 import { oldestOverdueAge } from './deliveries/delivery.repository';
 import { oldestUnfannedAge } from './events/event.repository';
 
@@ -16,12 +18,10 @@ export interface RunningDispatcher {
   metricsPort: number;
   metrics: DispatcherMetrics;
   reconciler: Reconciler;
+  retention: Retention;
   /** Undoes start in reverse order, each step on its own: in-flight deliveries finish first. */
   stop(): Promise<void>;
 }
-
-/** Event fan-outs taken at once; they are batched together, so this is the batch's upper size. */
-const FANOUT_CONCURRENCY = 64;
 
 export interface DispatcherOptions {
   logger?: Logger;
@@ -29,7 +29,8 @@ export interface DispatcherOptions {
 
 /**
  * Builds every dependency from the config and starts consuming: the fan-out worker (events →
- * deliveries) and the delivery worker (one attempt per job run, `DISPATCHER_CONCURRENCY` in flight).
+ * deliveries, and each delivery's first attempt) and the delivery worker (retries and deferred
+ * attempts, one per job run); at most `DISPATCHER_CONCURRENCY` sends in flight in all.
  * Any number of dispatchers may run side by side on one Redis prefix: BullMQ hands each job to one
  * of them, and a dead one's jobs move on after `DISPATCHER_LOCK_DURATION_MS`.
  */
@@ -39,11 +40,12 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
   const stop = (): Promise<void> => undo.stop();
 
   try {
-    const { pool, db } = openDatabase(config, 'dispatcher', undo);
+    // Its two hot statements (the fan-out, the attempts' record) are prepared: planned once per connection.
+    const { pool, db } = openDatabase(config, 'dispatcher', undo, { genericPlans: true });
 
     // Queue adds, counts and readiness must not hang while Redis is away; the workers must ride it out.
-    const commands = await connectRedis(config.redisUrl, 'commands', undo, 'redis');
-    const workerRedis = await connectRedis(config.redisUrl, 'blocking', undo, 'worker redis');
+    const commands = await connectRedis(config, 'commands', undo, 'redis');
+    const workerRedis = await connectRedis(config, 'blocking', undo, 'worker redis');
 
     const sender = createWebhookSender({
       hostMap: config.dispatchHostMap,
@@ -58,7 +60,17 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     deliveryQueue.on('error', () => undefined);
     undo.push('queues', () => Promise.all([eventsQueue.close(), deliveryQueue.close()]));
 
+    const slots = createWebhookSlots({
+      slots: config.concurrency,
+      perWebhook: config.webhookConcurrency,
+      onStateChange: (webhookId, state, score) => {
+        if (state === 'degraded') logger.warn({ webhookId, failureScore: Number(score.toFixed(2)) }, 'webhook degraded: its recent attempts failed; fewer slots until it recovers');
+        else logger.info({ webhookId }, 'webhook recovered: full slots again');
+      },
+    });
+
     const metrics = createDispatcherMetrics({
+      slots,
       queueCounts: async () => {
         const [events, deliveries] = await Promise.all([
           eventsQueue.getJobCounts(...QUEUE_STATES),
@@ -69,8 +81,8 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       backlog: { oldestOverdueDelivery: () => oldestOverdueAge(db), oldestUnfannedEvent: () => oldestUnfannedAge(db) },
     });
 
-    const fanOut = createFanOut({ db, deliveryQueue });
-    const deliveries = createDeliveryProcessor({ db, sender, deliveryQueue, metrics, logger });
+    const deliveries = createDeliveryProcessor({ db, sender, deliveryQueue, slots, metrics, logger });
+    const fanOut = createFanOut({ db, deliveries, deliveryQueue });
 
     const workerOptions = {
       connection: workerRedis,
@@ -83,11 +95,14 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       maxStalledCount: 2,
     };
     // Workers take `unknown` payloads: each processor checks its job against the catalog first.
+    // An event's job makes its deliveries' first attempts, so it takes as many events at once as
+    // there are send slots; the events taken together are fanned out in one statement. The
+    // deliveries queue holds retries and deferrals only; both workers share the slots (the limiter).
     const fanOutWorker = new Worker<unknown, number>(JOBS.shipmentEvent.queue, (job) => fanOut.process(job), {
       ...workerOptions,
-      concurrency: FANOUT_CONCURRENCY,
+      concurrency: config.concurrency,
     });
-    const deliveryWorker = new Worker<unknown>(JOBS.delivery.queue, (job) => deliveries.process(job), {
+    const deliveryWorker = new Worker<unknown>(JOBS.delivery.queue, (job, token) => deliveries.process(job, token), {
       ...workerOptions,
       concurrency: config.concurrency,
     });
@@ -124,7 +139,10 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     }
     // close() stops taking jobs and waits for those in flight; their batches commit before they end.
     undo.push('workers', async () => {
-      await Promise.all([fanOutWorker.close(), deliveryWorker.close()]);
+      const closing = Promise.all([fanOutWorker.close(), deliveryWorker.close()]);
+      // Jobs waiting for their webhook's turn go back to the queue rather than hold up the stop.
+      slots.close();
+      await closing;
       await Promise.all([fanOut.drain(), deliveries.drain()]);
     });
 
@@ -140,13 +158,22 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     reconciler.start();
     undo.push('reconciler', () => reconciler.stop());
 
+    const retention = createRetention({
+      db,
+      logger,
+      retentionDays: config.retentionDays,
+      removed: (table, n) => metrics.retentionRemoved.inc({ table }, n),
+    });
+    retention.start();
+    undo.push('retention', () => retention.stop());
+
     const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: commands }, undo);
 
     // The queues too: BullMQ drops a shared connection's listeners when it closes, so a queue closed
     // while its first checks were still running would raise its late error with no one to hear it.
     await Promise.all([eventsQueue, deliveryQueue, fanOutWorker, deliveryWorker].map((q) => q.waitUntilReady()));
     logger.info({ metricsPort, concurrency: config.concurrency, prefix: config.redisPrefix }, 'dispatcher started');
-    return { metricsPort, metrics, reconciler, stop };
+    return { metricsPort, metrics, reconciler, retention, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -142,6 +142,12 @@ describe('dispatcher: fan-out, signed delivery, retries', () => {
     const delivery = await pool.query<{ id: string }>('select id from entregas where evento_id = $1 and webhook_id = $2', [eventId, w.id]);
     expect(delivery.rows).toEqual([{ id: body.webhookId }]);
     expect(row).toMatchObject({ id: body.webhookId, evento_id: eventId, evento: 'GUIA_CREADA', exitoso: true, status_code: 200, intentos: 1 });
+    // One queue hop: the event's job made the first attempt; no delivery job was queued for it.
+    const eventJob = await fx.queue(JOBS.shipmentEvent.queue).getJob(eventId);
+    expect(eventJob === undefined ? 'removed' : await eventJob.getState()).toMatch(/^(completed|removed)$/);
+    if (eventJob) expect(eventJob.returnvalue).toBe(1);
+    expect(await deliveryQueue.getJob(`${body.webhookId}.1`)).toBeUndefined();
+    expect(await deliveryQueue.getJobCountByTypes('waiting', 'active', 'delayed', 'completed', 'failed')).toBe(0);
 
     // Event data per event: fechaEntrega with GUIA_ENTREGADA.
     for (const evento of ['GUIA_RECOLECTADA', 'GUIA_EN_BODEGA', 'GUIA_EN_RUTA']) {
@@ -187,9 +193,11 @@ describe('dispatcher: fan-out, signed delivery, retries', () => {
 
       const [row] = await until(`${path} recorded failed`, () => deliveriesOf(w.id), (r) => r[0]?.estado === 'fallida');
       expect(row).toMatchObject({ id: bodies[0]!.webhookId, exitoso: false, intentos: 3, status_code: status });
-      // One job per attempt, each run once; the third completed and no fourth is queued. A receiver's
-      // failure is recorded, never a failed job (those are for Postgres or Redis failing).
-      for (const attempt of [1, 2, 3]) {
+      // The first attempt is made in the event's job; then one job per retry, each run once; the
+      // third attempt's completed and no fourth is queued. A receiver's failure is recorded, never a
+      // failed job (those are for Postgres or Redis failing).
+      expect(await deliveryQueue.getJob(`${row!.id}.1`)).toBeUndefined();
+      for (const attempt of [2, 3]) {
         const job = await deliveryQueue.getJob(`${row!.id}.${attempt}`);
         expect(job === undefined ? 'removed' : await job.getState()).toMatch(/^(completed|removed)$/);
         if (job) expect(job.attemptsMade).toBe(1);

@@ -60,7 +60,7 @@ describe('a dispatcher killed in the middle of a batch loses no delivery', () =>
   afterAll(() => fx?.stop());
 
   it('the other process finishes the work: every delivery recorded, every one received, duplicates with the same webhookId', async () => {
-    const env = fx.dispatcherEnv({ DISPATCHER_LOCK_DURATION_MS: '1500', DB_POOL_SIZE: '4', LOG_LEVEL: 'info' });
+    const env = fx.dispatcherEnv({ DISPATCHER_LOCK_DURATION_MS: '1500', DB_POOL_SIZE: '4', LOG_LEVEL: 'debug' });
     const [victim, survivor] = await Promise.all([spawnDispatcher(fx, env), spawnDispatcher(fx, env)]);
 
     const c = await createCompany(gw, { planActivo: true, creditos: 1000 });
@@ -80,6 +80,7 @@ describe('a dispatcher killed in the middle of a batch loses no delivery', () =>
 
     // Kill one process while deliveries are in flight on both.
     await receiver.waitFor(60, 10_000);
+    // Each success is a debug line ('delivery finished'), hence LOG_LEVEL debug above.
     const victimFinished = victim!.lines.filter((l) => l.includes('"delivery finished"')).length;
     victim!.child.kill('SIGKILL');
     await victim!.exited;

@@ -78,8 +78,12 @@ describe('the reconciler: Postgres is the record, Redis a work list it rebuilds'
     fx.receiver.respond('/a', { status: 200 });
     await sleep(2500); // their due time (+1 s) and the grace (1 s) pass
 
-    const pass = await d.reconciler.runOnce();
-    expect(pass.deliveries).toBe(10);
+    // Each lost retry is queued again exactly once. Passes repeat until all 10 are: a retry that ran
+    // before the prefix was emptied and found its webhook (degraded by the 500s) without a free slot
+    // had its due time moved to its turn, so under load it may come due a little later.
+    let queued = 0;
+    await eventually(async () => (queued += (await d.reconciler.runOnce()).deliveries) >= 10, 15_000, 'lost retries queued again');
+    expect(queued).toBe(10);
     await eventually(async () => (await count(fx.pool, `select count(*) n from entregas where estado = 'exitosa'`)) === 20, 10_000, 'retries delivered');
     const retried = await fx.pool.query<{ intentos: number }>(`select intentos from entregas e join webhooks w on w.id = e.webhook_id where w.url like '%/a'`);
     expect(retried.rows.map((r) => r.intentos)).toEqual(Array(10).fill(2));

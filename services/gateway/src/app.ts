@@ -10,15 +10,21 @@ import { mountCompanyRoutes } from './companies/company.routes';
 import { mountCompanyInternalRoutes } from './companies/company.internal-routes';
 import { mountShipmentRoutes, mountShipmentInternalRoutes } from './shipments/shipment.routes';
 import { mountWebhookRoutes, mountWebhookInternalRoutes } from './webhooks/webhook.routes';
+import { openApiRouter } from './openapi/openapi.routes';
 import type { GatewayDeps } from './deps';
 
 /**
  * The flow of a request: request id → access log → (internal: admin token | api: rate headers →
  * authentication → rate limit) → JSON body → route → error envelope.
+ *
+ * `/api/v1` is one mount whose router runs the guards first: a guard inside the router is a layer
+ * at `/`, which the router passes without matching or trimming the path again (five layers mounted
+ * at `/api/v1` each did both; -4% of the gateway's CPU per read, paired in-process rounds).
  */
 export function createApp(deps: GatewayDeps): Express {
   const app = express();
   app.disable('x-powered-by');
+  // No ETag: the contract has none, and express would hash every body to make one.
   app.set('etag', false);
   app.set('query parser', 'simple');
 
@@ -30,23 +36,30 @@ export function createApp(deps: GatewayDeps): Express {
   mountShipmentInternalRoutes(internal, deps);
   mountWebhookInternalRoutes(internal, deps);
   internal.use(notFound);
+  // The internal routes keep their guards on the mount: they are no hot path, and a refusal from
+  // the guard is then written in the request's own tick (an error leaving a router is written a
+  // turn later, which Node loses for a `PRI /path` request line; the parser fuzz sends one).
   app.use('/internal/v1', adminOnly(deps.config.adminToken, safeEqual), jsonBody, internal);
 
   const api = Router({ strict: false });
-  mountCompanyRoutes(api, deps);
-  mountShipmentRoutes(api, deps);
-  mountWebhookRoutes(api, deps);
-  api.use(notFound);
-  app.use(
-    '/api/v1',
+  api.use(
     defaultRateHeaders(deps.rateLimiter.limit),
     authenticate(deps.db, deps.tokenCache, deps.metrics.authEvents),
     rateLimit(deps.rateLimiter, deps.tokenCache, deps.metrics.authEvents, {
       rejected: () => deps.metrics.rateLimitRejections.inc(),
     }),
     jsonBody,
-    api,
   );
+  mountCompanyRoutes(api, deps);
+  mountShipmentRoutes(api, deps);
+  mountWebhookRoutes(api, deps);
+  api.use(notFound);
+  app.use('/api/v1', api);
+
+  // The API's description, outside /api/v1: the contract asks a bearer token on every /api/v1 route,
+  // and a client generator needs the document before it has one. After the two mounts, which it
+  // shares no path with, so that their requests do not pass through its router.
+  app.use(openApiRouter());
 
   app.use(notFound);
   app.use(errorMiddleware(deps.logger));

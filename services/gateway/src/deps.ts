@@ -1,5 +1,4 @@
-import type { Redis } from 'ioredis';
-import type { Logger } from '@svc/observability';
+import type { Logger, RedisClient } from '@svc/observability';
 import type { Clock, Db } from '@svc/schema';
 import type { WebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
@@ -7,16 +6,19 @@ import type { TokenCache } from './auth/token-cache';
 import type { RateLimiter } from './rate-limit/rate-limiter';
 import type { GatewayMetrics } from './observability/gateway-metrics';
 import type { OutboxRelay } from './outbox/outbox.relay';
+import type { ResendRelay } from './webhooks/resend.relay';
 
 /** What the app is built from: made once by main.ts, or by a test, and passed down as arguments. */
 export interface GatewayDeps {
   config: GatewayConfig;
   db: Db;
   /** Commands (rate limit, revocations, publish); fails fast when Redis is down. */
-  redis: Redis;
+  redis: RedisClient;
   tokenCache: TokenCache;
   rateLimiter: RateLimiter;
   outboxRelay: OutboxRelay;
+  /** Queues the first attempts of resends (`reenviar`, `recuperar`) in batches. */
+  resendRelay: ResendRelay;
   /** The same sending code as the dispatcher, for the synchronous PING. */
   sender: WebhookSender;
   metrics: GatewayMetrics;

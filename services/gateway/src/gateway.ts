@@ -1,16 +1,19 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { RedisOptions } from 'ioredis';
-import { closeServer, connectRedis, createLogger, createStopStack, listen, serveMetrics, type Logger } from '@svc/observability';
+import { closeServer, connectRedis, createLogger, createStopStack, listen, serveMetrics, type Logger, type RedisClient } from '@svc/observability';
 import { JOBS, lateExtraCaCerts, openDatabase, queueFor, systemClock, type Clock } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
 import { createApp } from './app';
+import { answerClientErrors } from './http/client-error.handler';
 import type { GatewayDeps } from './deps';
 import { TokenCache } from './auth/token-cache';
 import { RateLimiter } from './rate-limit/rate-limiter';
 import { createGatewayMetrics } from './observability/gateway-metrics';
 import { createOutboxRelay, type OutboxRelayOptions } from './outbox/outbox.relay';
 import { pendingStats } from './outbox/outbox.repository';
+import { createResendRelay } from './webhooks/resend.relay';
+import { createIdempotencyRetention, type IdempotencyRetention } from './idempotency/idempotency.retention';
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -25,6 +28,8 @@ export interface RunningGateway {
   metricsServer: Server;
   port: number;
   metricsPort: number;
+  /** Removes idempotency keys past RETENTION_DAYS, every 10 minutes. */
+  idempotencyRetention: IdempotencyRetention;
   /** Undoes start in reverse order; each step on its own, so one failure does not skip the rest. */
   stop(): Promise<void>;
 }
@@ -39,15 +44,26 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   try {
     const { pool, db } = openDatabase(config, 'gateway', undo);
 
-    const redis = await connectRedis(config.redisUrl, 'commands', undo, 'redis'); // the request path: a 503, not a wait
-    const subscriber = await connectRedis(config.redisUrl, 'subscriber', undo, 'redis subscriber');
+    const redis = await connectRedis(config, 'commands', undo, 'redis'); // the request path: a 503, not a wait
+    const subscriber = await connectRedis(config, 'subscriber', undo, 'redis subscriber');
+    // BullMQ builds a cluster client only from an instance, so on a cluster the queues share the
+    // commands client (closed after them: undo runs newest first); on one server, their own.
+    const queueConnection = (): RedisClient | RedisOptions =>
+      redis.isCluster ? redis : ({ url: config.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 1 } as RedisOptions);
 
     const eventsQueue = queueFor(JOBS.shipmentEvent, {
-      connection: { url: config.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 1 } as RedisOptions,
+      connection: queueConnection(),
       prefix: config.redisPrefix,
     });
     eventsQueue.on('error', () => undefined);
     undo.push('events queue', () => eventsQueue.close());
+    // Resends are deliveries: their first attempts go straight to the dispatchers' queue.
+    const deliveryQueue = queueFor(JOBS.delivery, {
+      connection: queueConnection(),
+      prefix: config.redisPrefix,
+    });
+    deliveryQueue.on('error', () => undefined);
+    undo.push('delivery queue', () => deliveryQueue.close());
 
     const tokenCache = new TokenCache(redis, subscriber, config.redisPrefix);
     await tokenCache.start();
@@ -62,6 +78,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     });
     outboxRelay.start();
     undo.push('outbox relay', () => outboxRelay.stop());
+    const resendRelay = createResendRelay({ queue: deliveryQueue, logger });
+    undo.push('resend relay', () => resendRelay.drain());
+    const idempotencyRetention = createIdempotencyRetention({ db, logger, retentionDays: config.retentionDays });
+    idempotencyRetention.start();
+    undo.push('idempotency retention', () => idempotencyRetention.stop());
 
     const sender = createWebhookSender({
       hostMap: config.dispatchHostMap,
@@ -77,6 +98,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       tokenCache,
       rateLimiter: new RateLimiter(redis, config.redisPrefix, config.rateLimitPerMinute),
       outboxRelay,
+      resendRelay,
       sender,
       metrics,
       logger,
@@ -90,7 +112,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     undo.push('http server', () => closeServer(server));
 
     logger.info({ port, metricsPort }, 'gateway listening');
-    return { deps, server, metricsServer, port, metricsPort, stop };
+    return { deps, server, metricsServer, port, metricsPort, idempotencyRetention, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -99,7 +121,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
 
 function createServer(deps: GatewayDeps): Server {
   const app = createApp(deps);
-  const server = createHttpServer({ keepAliveTimeout: 65_000 }, app);
+  // Node's own Host check answers an empty 400; the access log refuses it with the envelope instead.
+  const server = createHttpServer({ keepAliveTimeout: 65_000, requireHostHeader: false }, app);
   server.headersTimeout = 66_000;
+  answerClientErrors(server, deps.logger, deps.metrics);
   return server;
 }

@@ -2,30 +2,7 @@ import { createBatch, guia } from '../../../test/support/shipment-fixtures';
 import { eventually } from '../../../test/support/eventually';
 import { bearer, createBranch, createCompany, type Company } from '../../../test/support/test-gateway';
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
-
-interface Attempt {
-  numero: number;
-  fecha: string;
-  statusCode: number;
-  duracionMs: number;
-  error: string | null;
-  mensaje: string | null;
-  respuesta: string | null;
-}
-interface EntregaDetalle {
-  id: string;
-  evento: string;
-  exitoso: boolean;
-  statusCode: number;
-  intentos: number;
-  ultimoIntentoEn: string | null;
-  createdAt: string;
-  estado: string;
-  eventoId: string;
-  numeroGuia: string | null;
-  reenvioDe: string | null;
-  intentosDetalle: Attempt[];
-}
+import type { EntregaDetalle } from '../../../test/support/webhook-fixtures';
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 

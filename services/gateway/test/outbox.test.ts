@@ -13,6 +13,8 @@ interface OutboxRow {
   data: Record<string, unknown>;
   request_id: string | null;
   enviado_en: Date | null;
+  secuencia: number | null;
+  modo: string;
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
@@ -64,6 +66,9 @@ describe('the event outbox', () => {
       data: row.data,
       requestId: row.request_id,
       committedAt: expect.any(String),
+      // The event's place in its shipment's history and its mode travel with it (X-SVC-Secuencia, X-SVC-Modo).
+      ...(row.secuencia === null ? {} : { sequence: row.secuencia }),
+      mode: row.modo,
     });
     expect(Number.isNaN(Date.parse(job!.data.committedAt))).toBe(false);
   }
@@ -85,10 +90,26 @@ describe('the event outbox', () => {
     expect(rows).toHaveLength(8);
     expect(rows.filter((r) => r.evento === 'GUIA_CREADA')).toHaveLength(4);
     expect(rows.filter((r) => r.sucursal_id === s.id)).toHaveLength(3);
+    // Each event's position in its shipment's history, fixed at commit: 1 for every GUIA_CREADA.
+    expect(rows.filter((r) => r.evento === 'GUIA_CREADA').map((r) => r.secuencia)).toEqual([1, 1, 1, 1]);
+    expect(rows.filter((r) => r.data.numeroGuia === one).map((r) => [r.evento, r.secuencia])).toEqual([
+      ['GUIA_CREADA', 1],
+      ['GUIA_RECOLECTADA', 2],
+      ['GUIA_EN_BODEGA', 3],
+      ['GUIA_EN_RUTA', 4],
+      ['GUIA_DEVOLUCION', 5],
+    ]);
+    expect(rows.every((r) => r.modo === 'live')).toBe(true);
     for (const row of rows) await expectQueued(row);
-    // Sandbox shipments write nothing to the outbox, so nothing reaches the queue.
+    // A sandbox shipment's event goes the same way, marked test.
     expect((await createOne(gw, c.test)).status).toBe(201);
-    expect(await rowsOf(c.id)).toHaveLength(8);
+    await gw.deps.outboxRelay.drain();
+    const sandbox = await until('the sandbox event marked sent', async () => {
+      const r = (await rowsOf(c.id)).filter((x) => x.modo === 'test');
+      return r.length === 1 && r[0]!.enviado_en !== null ? r[0] : undefined;
+    });
+    expect(sandbox).toMatchObject({ evento: 'GUIA_CREADA', secuencia: 1, sucursal_id: null });
+    await expectQueued(sandbox);
   });
 
   it('delivers an event whose first add failed: it stays unsent, then the sweep adds it', async () => {

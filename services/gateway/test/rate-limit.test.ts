@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { Redis } from 'ioredis';
 import type pg from 'pg';
-import { TEST_REDIS_URL } from '../../../test/support/env';
+import { testKeyPrefix } from '../../../test/support/env';
+import { testRedisClient } from '../../../test/support/redis-prefix';
 import { guia } from '../../../test/support/shipment-fixtures';
 import { bearer, createBranch, createCompany, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
 
@@ -68,9 +68,9 @@ describe('rate limit: 100 requests per sliding minute per token', () => {
     // Age the 30 oldest entries of the token's window by a minute, as if that time had passed.
     const hash = createHash('sha256').update(c.live).digest('hex');
     const tokenId = (await pool.query<{ id: string }>('select id from tokens where hash = $1', [hash])).rows[0]!.id;
-    const redis = new Redis(TEST_REDIS_URL);
+    const redis = testRedisClient();
     try {
-      const key = `${fx.prefix}:rl:${tokenId}`;
+      const key = `${testKeyPrefix(fx.prefix)}:rl:${tokenId}`;
       const oldest = await redis.zrange(key, 0, 29, 'WITHSCORES');
       expect(oldest).toHaveLength(60);
       for (let i = 0; i < oldest.length; i += 2) await redis.zadd(key, Number(oldest[i + 1]) - 61_000, oldest[i]!);

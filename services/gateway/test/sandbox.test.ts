@@ -17,7 +17,7 @@ describe('sandbox (test tokens)', () => {
   const list = (token: string) => gw.http.get('/api/v1/guias').set('Authorization', bearer(token));
   const track = (token: string, n: string) => gw.http.get(`/api/v1/guias/${n}/tracking`).set('Authorization', bearer(token));
 
-  it('creates without credits, plan or daily allowance, and takes none of them', async () => {
+  it('creates without credits, plan or daily allowance, and takes none of them (only the sandbox cap)', async () => {
     // A company that could not create a single live shipment.
     const c = await createCompany(gw, { planActivo: false, creditos: 2, limiteDiario: 0 });
     expect((await createOne(gw, c.live)).status).toBe(429);
@@ -30,7 +30,10 @@ describe('sandbox (test tokens)', () => {
     expect(await empresaRow(pool, c.id)).toEqual({ creditos: 2, guias_hoy: 0, guias_hoy_dia: null });
     expect((await gw.admin('get', `/empresas/${c.id}`)).body.data.guiasHoy).toBe(0);
     expect(await count(pool, "select count(*) n from guias where empresa_id = $1 and modo = 'test'", [c.id])).toBe(101);
-    expect(await count(pool, 'select count(*) n from outbox where empresa_id = $1', [c.id])).toBe(0);
+    // Their GUIA_CREADA events are test events, for the test webhooks.
+    expect(await count(pool, "select count(*) n from outbox where empresa_id = $1 and modo = 'test' and evento = 'GUIA_CREADA'", [c.id])).toBe(101);
+    expect(await count(pool, "select count(*) n from outbox where empresa_id = $1 and modo = 'live'", [c.id])).toBe(0);
+    expect(await count(pool, 'select guias_sandbox_hoy n from empresas where id = $1', [c.id])).toBe(101);
   });
 
   it('keeps test and live shipments apart in listings and tracking', async () => {
@@ -63,7 +66,7 @@ describe('sandbox (test tokens)', () => {
     expect((await track(b.test, ofA.numeroGuia as string)).status).toBe(404);
   });
 
-  it('moves a sandbox shipment through its states without emitting events', async () => {
+  it('moves a sandbox shipment through its states (courier route), each move a test event in the outbox', async () => {
     const c = await createCompany(gw);
     const numero = (await createOne(gw, c.test)).body.data.numeroGuia as string;
     for (const evento of ['GUIA_RECOLECTADA', 'GUIA_EN_BODEGA', 'GUIA_EN_RUTA', 'GUIA_ENTREGADA']) {
@@ -72,6 +75,9 @@ describe('sandbox (test tokens)', () => {
     const res = await track(c.test, numero);
     expect(res.body.data.estado).toBe('ENTREGADO');
     expect(res.body.data.historial).toHaveLength(5);
-    expect(await count(pool, 'select count(*) n from outbox where empresa_id = $1', [c.id])).toBe(0);
+    const events = await pool.query("select evento, secuencia, modo from outbox where data ->> 'numeroGuia' = $1 order by secuencia", [numero]);
+    expect(events.rows).toEqual(
+      ['GUIA_CREADA', 'GUIA_RECOLECTADA', 'GUIA_EN_BODEGA', 'GUIA_EN_RUTA', 'GUIA_ENTREGADA'].map((evento, i) => ({ evento, secuencia: i + 1, modo: 'test' })),
+    );
   });
 });

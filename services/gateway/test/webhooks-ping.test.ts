@@ -118,12 +118,24 @@ describe('POST /api/v1/webhooks/:id/test (PING) against a real HTTPS receiver', 
     await retire(id);
   });
 
-  it('works the same with the test token', async () => {
-    const w = await hook('/ping-sandbox');
-    const res = await api('post', `/webhooks/${w.id}/test`, c.test);
+  it('a test token PINGs its own test webhook with X-SVC-Modo: test, and no live one', async () => {
+    const created = await api('post', '/webhooks', c.test, { url: receiver.url('/ping-sandbox') });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id as string;
+    const res = await api('post', `/webhooks/${id}/test`, c.test);
     expect(res.body.data).toMatchObject({ exitoso: true, statusCode: 200 });
+    const [req, ...more] = receiver.requestsTo('/ping-sandbox');
+    expect(more).toHaveLength(0);
+    expect(req!.headers['x-svc-modo']).toBe('test');
+    expect(verify(req!.rawBody, req!.headers['x-svc-signature'], created.body.data.secret as string)).toBe(true);
+    // Each token PINGs only its own mode's webhooks.
+    const live = await hook('/ping-live-only');
+    expect(await api('post', `/webhooks/${live.id}/test`, c.test)).toMatchObject({ status: 404, body: envelope('NOT_FOUND') });
+    expect(await api('post', `/webhooks/${id}/test`, c.live)).toMatchObject({ status: 404, body: envelope('NOT_FOUND') });
+    expect(receiver.requestsTo('/ping-live-only')).toHaveLength(0);
     expect(receiver.requestsTo('/ping-sandbox')).toHaveLength(1);
-    await retire(w.id);
+    await retire(live.id);
+    await api('delete', `/webhooks/${id}`, c.test);
   });
 
   it('409 WEBHOOK_INACTIVE for a deactivated webhook; nothing is sent', async () => {

@@ -47,7 +47,8 @@ describe('webhook operations', () => {
         data: {
           id: expect.stringMatching(UUID),
           url: HOOK,
-          secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+          // Standard Webhooks' form: whsec_ + base64 of 32 random bytes.
+          secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
           eventos: ['GUIA_CREADA', 'GUIA_ENTREGADA'],
           descripcion: 'ERP central',
           createdAt: expect.stringMatching(ISO),
@@ -55,7 +56,8 @@ describe('webhook operations', () => {
         },
       });
       const secret = res.body.data.secret as string;
-      expect(Buffer.from(secret.slice('whsec_'.length), 'base64url').length).toBeGreaterThanOrEqual(32);
+      expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
+      expect(Buffer.from(secret.slice('whsec_'.length), 'base64').toString('base64')).toBe(secret.slice('whsec_'.length));
       const row = await pool.query('select empresa_id, sucursal_id, secret, activo from webhooks where id = $1', [res.body.data.id]);
       expect(row.rows[0]).toEqual({ empresa_id: c.id, sucursal_id: null, secret, activo: true });
     });
@@ -72,12 +74,14 @@ describe('webhook operations', () => {
       expect(a.body.data.secret).not.toBe(b.body.data.secret);
     });
 
-    it('works the same with the test token: the same webhooks, not a sandbox copy', async () => {
+    it('with the test token makes a test webhook: the test token sees it, the live token does not', async () => {
       const c = await createCompany(gw);
       const id = idOf(await create(c.test, { url: HOOK, descripcion: 'desde sandbox' }));
-      const live = await api('get', '/webhooks', c.live);
-      expect(live.body.data.map((w: { id: string }) => w.id)).toEqual([id]);
+      expect((await pool.query('select modo from webhooks where id = $1', [id])).rows[0].modo).toBe('test');
+      expect((await api('get', '/webhooks', c.live)).body.data).toEqual([]);
+      expect((await api('get', '/webhooks', c.test)).body.data.map((w: { id: string }) => w.id)).toEqual([id]);
       expect((await api('get', `/webhooks/${id}`, c.test)).status).toBe(200);
+      expect(await api('get', `/webhooks/${id}`, c.live)).toMatchObject({ status: 404, body: envelope('NOT_FOUND') });
     });
 
     it.each([
@@ -375,8 +379,8 @@ describe('webhook operations', () => {
       expect(res.status).toBe(201);
       expect(Object.keys(res.body.data).sort()).toEqual(['createdAt', 'descripcion', 'eventos', 'id', 'nota', 'secret', 'url']);
       expect(res.body.data.secret).toMatch(/^whsec_/);
-      const row = await pool.query('select sucursal_id from webhooks where id = $1', [res.body.data.id]);
-      expect(row.rows[0].sucursal_id).toBe(branch.id);
+      const row = await pool.query('select sucursal_id, modo from webhooks where id = $1', [res.body.data.id]);
+      expect(row.rows[0]).toEqual({ sucursal_id: branch.id, modo: 'live' });
       expect((await api('delete', `/webhooks/${res.body.data.id}`, c.live)).status).toBe(200);
     });
 
@@ -400,7 +404,8 @@ describe('webhook operations', () => {
       expect(res.status).toBe(200);
       expect(res.body.data.map((w: { id: string }) => w.id).sort()).toEqual([companyHook, branchHook].sort());
       expect((await api('get', `/webhooks/${companyHook}`, branch.live)).status).toBe(200);
-      expect((await api('get', `/webhooks/${branchHook}`, branch.test)).status).toBe(200);
+      // A branch webhook from the internal route is live: the branch's test token does not see it.
+      expect((await api('get', `/webhooks/${branchHook}`, branch.test)).status).toBe(404);
       const hidden = await api('get', `/webhooks/${otherBranchHook}`, branch.live);
       expect(hidden.status).toBe(404);
       expect(hidden.body).toEqual(envelope('NOT_FOUND'));

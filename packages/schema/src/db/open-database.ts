@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { CommonSettings } from '../settings';
-import { createDb, createPool, type Db } from './database';
+import { createDb, createPool, type Db, type PoolSettings } from './database';
 
 /**
  * Where `openDatabase` puts the pool's close: @svc/observability's StopStack, taken by its shape so
@@ -19,8 +19,9 @@ export function openDatabase(
   settings: Pick<CommonSettings, 'databaseUrl' | 'dbPoolSize'>,
   applicationName: string,
   undo: UndoStack,
+  options: Pick<PoolSettings, 'genericPlans'> = {},
 ): { pool: pg.Pool; db: Db } {
-  const pool = createPool({ connectionString: settings.databaseUrl, max: settings.dbPoolSize, applicationName });
+  const pool = createPool({ connectionString: settings.databaseUrl, max: settings.dbPoolSize, applicationName, ...options });
   const db = createDb(pool);
   undo.push('db', () => db.destroy());
   return { pool, db };

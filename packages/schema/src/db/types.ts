@@ -22,6 +22,9 @@ export interface EmpresasTable {
   /** Live shipments created on `guias_hoy_dia` (a Guatemala calendar day). */
   guias_hoy: Generated<number>;
   guias_hoy_dia: string | null;
+  /** Sandbox shipments created on `guias_sandbox_hoy_dia`, against SANDBOX_DAILY_LIMIT. */
+  guias_sandbox_hoy: Generated<number>;
+  guias_sandbox_hoy_dia: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -80,6 +83,13 @@ export interface OutboxTable {
   enviado_en: NullableTimestamp;
   /** When the dispatcher recorded the event's deliveries; null until then (the reconciler's cue). */
   repartido_en: NullableTimestamp;
+  /**
+   * The event's position in its shipment's history (1 = GUIA_CREADA), fixed when the event is
+   * committed: every delivery, retry and resend of it carries the same `X-SVC-Secuencia`.
+   */
+  secuencia: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The mode of the event's shipment: its deliveries' `X-SVC-Modo`. */
+  modo: Generated<Modo>;
 }
 
 export interface WebhooksTable {
@@ -89,6 +99,11 @@ export interface WebhooksTable {
   url: string;
   /** Needed in clear to sign deliveries; never returned after creation, never logged. */
   secret: string;
+  /** The secret a rotation replaced, still signing beside `secret` until `secreto_anterior_expira_en`. */
+  secreto_anterior: ColumnType<string | null, string | null | undefined, string | null>;
+  secreto_anterior_expira_en: NullableTimestamp;
+  /** The mode of the token that made it: only events of this mode reach it, only tokens of this mode see it. */
+  modo: Generated<Modo>;
   eventos: ColumnType<string[], string[], string[]>;
   descripcion: string | null;
   activo: Generated<boolean>;
@@ -112,6 +127,11 @@ export interface EntregasTable {
   numero_guia: string | null;
   /** The delivery this one resends; null otherwise. */
   reenvio_de: string | null;
+  /**
+   * True for a resend: it shares its original's `evento_id`, so the one-delivery-per-(event,
+   * webhook) index leaves it out. Kept apart from `reenvio_de`, which retention may set to null.
+   */
+  es_reenvio: Generated<boolean>;
   created_at: Timestamp;
 }
 

@@ -65,7 +65,8 @@ export interface WebhookCreate {
   descripcion?: string | null;
 }
 
-export type WebhookPatch = Partial<WebhookCreate>;
+/** PATCH takes the creation's fields and `activo` (extensions.md, Reactivation). */
+export type WebhookPatch = Partial<WebhookCreate> & { activo?: boolean };
 
 const webhookProperties = {
   url: { type: 'string', minLength: 1, maxLength: 2048 },
@@ -82,8 +83,35 @@ export const validateWebhookCreate = compile<WebhookCreate>({
 
 export const validateWebhookPatch = compile<WebhookPatch>({
   type: 'object',
-  properties: webhookProperties,
+  properties: { ...webhookProperties, activo: { type: 'boolean' } },
   minProperties: 1,
+  additionalProperties: false,
+});
+
+/** The longest overlap of a rotated secret, in hours. */
+export const MAX_OVERLAP_HOURS = 72;
+export const DEFAULT_OVERLAP_HOURS = 24;
+
+export interface SecretRotation {
+  solaparHoras?: number;
+}
+
+export const validateSecretRotation = compile<SecretRotation>({
+  type: 'object',
+  properties: { solaparHoras: { type: 'integer', minimum: 0, maximum: MAX_OVERLAP_HOURS } },
+  additionalProperties: false,
+});
+
+/** The window of a recovery, as written (ISO 8601); the service reads and bounds it. */
+export interface RecoveryRequest {
+  desde: string;
+  hasta?: string;
+}
+
+export const validateRecoveryRequest = compile<RecoveryRequest>({
+  type: 'object',
+  properties: { desde: { type: 'string', minLength: 1, maxLength: 64 }, hasta: { type: 'string', minLength: 1, maxLength: 64 } },
+  required: ['desde'],
   additionalProperties: false,
 });
 

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { AttemptErrorClass, Db, DeliveryState } from '@svc/schema';
+import { prepared, type AttemptErrorClass, type Db, type DeliveryState, type EventName } from '@svc/schema';
 
 /**
  * The dispatcher's side of deliveries (`entregas`): the rows a fan-out creates, and the attempts
@@ -18,29 +18,38 @@ export interface PendingDelivery {
 
 /**
  * One delivery per routed (event, webhook) pair (`routed`: rows of event_id, evento, numero_guia,
- * webhook_id),
- * due at once, in one statement that also runs `alongside` (the fan-out marks its events there);
+ * webhook_id), due `dueInMs` from now, in one statement that also runs `alongside` (the fan-out marks its events there);
  * returns every one of them still pending. A second run of the same fan-out (a stalled job, or
- * the reconciler's re-queue) meets the unique (evento_id, webhook_id) index and inserts nothing:
+ * the reconciler's re-queue) meets the unique (evento_id, webhook_id) index of original deliveries
+ * (resends share their original's event, and are left out of it) and inserts nothing:
  * the rows of the first run come back from the snapshot the statement started with, so their jobs
  * are queued again under the same job ids (a no-op in Redis when they are still there).
  */
-export async function insertDeliveries(db: Db, routed: RawBuilder<unknown>, alongside: RawBuilder<unknown>): Promise<PendingDelivery[]> {
-  const result = await sql<{ id: string; evento_id: string; webhook_id: string; intentos: number; fresh: boolean }>`
+export async function insertDeliveries(
+  db: Db,
+  routed: RawBuilder<unknown>,
+  alongside: RawBuilder<unknown>,
+  /** A new row is due this much later than now: the time its first attempt, made at once, has. */
+  dueInMs: number,
+): Promise<PendingDelivery[]> {
+  // Prepared: it runs for every batch of events, with the same text (arrays as parameters).
+  type Row = { id: string; evento_id: string; webhook_id: string; intentos: number; fresh: boolean };
+  const query = sql<Row>`
     with routed as (${routed}),
     alongside as (${alongside}),
     ins as (
       insert into entregas (id, webhook_id, evento_id, evento, numero_guia, proximo_intento_en)
-      select gen_random_uuid(), webhook_id, event_id, evento, numero_guia, now() from routed
-      on conflict (evento_id, webhook_id) where evento_id is not null do nothing
+      select gen_random_uuid(), webhook_id, event_id, evento, numero_guia, now() + make_interval(secs => ${dueInMs / 1000}) from routed
+      on conflict (evento_id, webhook_id) where evento_id is not null and not es_reenvio do nothing
       returning id, evento_id, webhook_id, intentos
     )
     select id, evento_id, webhook_id, intentos, true as fresh from ins
     union all
     select e.id, e.evento_id, e.webhook_id, e.intentos, false as fresh
     from entregas e join routed r on e.evento_id = r.event_id and e.webhook_id = r.webhook_id
-    where e.estado = 'pendiente'
-  `.execute(db);
+    where e.estado = 'pendiente' and not e.es_reenvio
+  `;
+  const result = await db.executeQuery<Row>(prepared('fan_out', query, db));
   return result.rows.map((r) => ({ deliveryId: r.id, eventId: r.evento_id, webhookId: r.webhook_id, attempt: r.intentos + 1, fresh: r.fresh }));
 }
 
@@ -89,7 +98,8 @@ export interface AttemptRecord {
  */
 export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[]): Promise<Set<string>> {
   if (attempts.length === 0) return new Set();
-  const result = await sql<{ id: string }>`
+  // Prepared: it runs for every batch of attempts, with the same text (arrays as parameters).
+  const query = sql<{ id: string }>`
     with v as (
       select * from unnest(
         ${sql.val(attempts.map((a) => a.id))}::uuid[],
@@ -120,7 +130,8 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
       from v join changed using (id)
     )
     select id from changed
-  `.execute(db);
+  `;
+  const result = await db.executeQuery<{ id: string }>(prepared('record_attempts', query, db));
   return new Set(result.rows.map((r) => r.id));
 }
 
@@ -139,9 +150,13 @@ export async function abandonDelivery(db: Db, id: string): Promise<boolean> {
 export interface OverdueDelivery {
   deliveryId: string;
   webhookId: string;
+  /** The event's id; for the resend of a PING, the PING's id (no event row). */
   eventId: string;
+  evento: EventName;
   /** The number of its next attempt. */
   attempt: number;
+  /** For a resend, when it was made (its job's `committedAt`); null for an event's own delivery. */
+  resentAt: Date | null;
 }
 
 /**
@@ -151,7 +166,7 @@ export interface OverdueDelivery {
  */
 export async function claimOverdue(db: Db, graceMs: number, limit: number): Promise<OverdueDelivery[]> {
   const grace = sql`make_interval(secs => ${graceMs / 1000})`;
-  const result = await sql<{ id: string; webhook_id: string; evento_id: string; intentos: number }>`
+  const result = await sql<{ id: string; webhook_id: string; evento_id: string; evento: EventName; intentos: number; es_reenvio: boolean; created_at: Date }>`
     update entregas set proximo_intento_en = now() + ${grace}
     where id in (
       select id from entregas
@@ -160,9 +175,16 @@ export async function claimOverdue(db: Db, graceMs: number, limit: number): Prom
       limit ${limit}
       for update skip locked
     )
-    returning id, webhook_id, evento_id, intentos
+    returning id, webhook_id, evento_id, evento, intentos, es_reenvio, created_at
   `.execute(db);
-  return result.rows.map((r) => ({ deliveryId: r.id, webhookId: r.webhook_id, eventId: r.evento_id, attempt: r.intentos + 1 }));
+  return result.rows.map((r) => ({
+    deliveryId: r.id,
+    webhookId: r.webhook_id,
+    eventId: r.evento_id,
+    evento: r.evento,
+    attempt: r.intentos + 1,
+    resentAt: r.es_reenvio ? r.created_at : null,
+  }));
 }
 
 /** Age in seconds of the most overdue pending delivery (0 when none is due): a gauge. */
@@ -174,4 +196,92 @@ export async function oldestOverdueAge(db: Db): Promise<number> {
     .where('proximo_intento_en', '<', sql<Date>`now()`)
     .executeTakeFirstOrThrow();
   return row.age === null ? 0 : Math.max(0, Number(row.age));
+}
+
+export interface Postponement {
+  id: string;
+  /** The attempt that waits for its webhook's turn. */
+  attempt: number;
+  /** When it comes back. */
+  at: Date;
+}
+
+/**
+ * Moves the due time of pending deliveries whose next attempt waits for its webhook's turn, in one
+ * statement: the record keeps saying when the attempt is owed, so the reconciler and the overdue
+ * gauge count a delivery late only once that time has passed. An attempt already made meanwhile
+ * (a duplicate run) leaves its row alone.
+ */
+export async function postponeDeliveries(db: Db, postponed: readonly Postponement[]): Promise<void> {
+  if (postponed.length === 0) return;
+  await sql`
+    update entregas as e set proximo_intento_en = v.at
+    from unnest(
+      ${sql.val(postponed.map((p) => p.id))}::uuid[],
+      ${sql.val(postponed.map((p) => p.attempt))}::int[],
+      ${sql.val(postponed.map((p) => p.at.toISOString()))}::timestamptz[]
+    ) as v(id, intento, at)
+    where e.id = v.id and e.estado = 'pendiente' and e.intentos = v.intento - 1
+  `.execute(db);
+}
+
+/**
+ * Where a removal pass stands in a `(created_at, id)` index: the last row it looked at. The
+ * timestamp is Postgres's text, to the microsecond (a JS Date would round it off).
+ */
+export interface RemovalCursor {
+  at: string;
+  id: string;
+}
+
+/** Before every row. */
+export const REMOVAL_START: RemovalCursor = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
+
+export interface RemovedDeliveries {
+  entregas: number;
+  intentos: number;
+  /** Rows looked at (removed or left); fewer than the limit when the pass has reached the cutoff. */
+  seen: number;
+  /** Where the next batch starts. */
+  next: RemovalCursor;
+}
+
+/**
+ * Retention: looks at the next `limit` deliveries after `after` created more than `retentionDays`
+ * ago, along `entregas_created_idx` (a keyset walk: what earlier batches removed or left is not
+ * scanned again), and removes the ended ones (exitosa, fallida) with their attempts, in one short
+ * statement. A pending delivery is owed work and stays whatever its age; a row another transaction
+ * holds (a concurrent resend's foreign-key check, another dispatcher's removal) is skipped, not
+ * waited for: the next pass sees both again. A resend of a removed delivery stays: its
+ * `reenvio_de` is set to null (`on delete set null`), `es_reenvio` still says what it is.
+ * The candidates are materialized first so the plan is always this index walk, whatever the
+ * table's statistics say after a large removal.
+ */
+export async function removeEndedDeliveries(db: Db, retentionDays: number, after: RemovalCursor, limit: number): Promise<RemovedDeliveries> {
+  const result = await sql<{ entregas: string; intentos: string; seen: string; last_at: string | null; last_id: string | null }>`
+    with candidates as materialized (
+      select id, created_at from entregas
+      where created_at < now() - make_interval(days => ${retentionDays})
+        and (created_at, id) > (${after.at}::timestamptz, ${after.id}::uuid)
+      order by created_at, id
+      limit ${limit}
+    ),
+    doomed as (
+      select e.id from entregas e join candidates c on c.id = e.id
+      where e.estado <> 'pendiente'
+      for update of e skip locked
+    ),
+    intentos as (delete from entrega_intentos i using doomed d where i.entrega_id = d.id returning 1),
+    gone as (delete from entregas e using doomed d where e.id = d.id returning 1),
+    last as (select created_at::text as at, id::text as id from candidates order by created_at desc, id desc limit 1)
+    select (select count(*) from gone) as entregas, (select count(*) from intentos) as intentos,
+           (select count(*) from candidates) as seen, (select at from last) as last_at, (select id from last) as last_id
+  `.execute(db);
+  const row = result.rows[0]!;
+  return {
+    entregas: Number(row.entregas),
+    intentos: Number(row.intentos),
+    seen: Number(row.seen),
+    next: row.last_at && row.last_id ? { at: row.last_at, id: row.last_id } : after,
+  };
 }

@@ -1,58 +1,78 @@
 import type { Job, Queue } from 'bullmq';
-import { bulkJobs, JOBS, validPayload, type Db, type DeliveryJob, type ShipmentEventJob } from '@svc/schema';
+import { bulkJobs, deliveryJobOf, JOBS, validPayload, type Db, type DeliveryJob, type ShipmentEventJob } from '@svc/schema';
 import { createMicroBatcher } from '../support/micro-batch';
-import { insertDeliveries } from '../deliveries/delivery.repository';
+import { insertDeliveries, type PendingDelivery } from '../deliveries/delivery.repository';
+import type { DeliveryProcessor } from '../deliveries/delivery.worker';
 import { subscribedWebhooks } from '../webhooks/webhook.repository';
 import { markFannedOut } from '../events/event.repository';
 
 export interface FanOut {
-  /** The processor of the shipment-events queue: resolves with the number of deliveries queued. */
+  /** The processor of the shipment-events queue: resolves with the number of deliveries it found owed. */
   process(job: Job<unknown>): Promise<number>;
   drain(): Promise<void>;
 }
 
 /**
- * Turns each event into one delivery per routed, subscribed, active webhook: a row in `entregas`
- * (unique per event and webhook, so a re-run finds the same rows), recorded in the statement that
- * marks the event fanned out, and a job in the deliveries queue (job id = delivery id and attempt,
- * so a re-add is a no-op), so that each webhook's retries are its own.
- * Events taken together are handled in one batch: one statement, one addBulk. A failure fails the
- * batch's jobs, and BullMQ retries them.
+ * How long a delivery the fan-out creates stays due later than now: its first attempt is made at
+ * once, in the event's job, and is recorded well within this (the sender's hard deadline is 5 s),
+ * so the reconciler does not queue it again while it is in flight. A crash leaves it overdue after
+ * this (and the event's job runs again after the lock duration anyway).
  */
-export function createFanOut(deps: { db: Db; deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk'> }): FanOut {
-  const { db, deliveryQueue } = deps;
+export const FIRST_ATTEMPT_LEASE_MS = 10_000;
 
-  const batcher = createMicroBatcher<ShipmentEventJob, number>(
+/**
+ * Turns each event into one delivery per routed, subscribed, active webhook of the event's mode,
+ * and makes each delivery's first attempt itself: one queue hop per delivery. (Issue 16: the
+ * alternative, the gateway's relay fanning out, would put the webhooks' reads and the deliveries'
+ * rows on the gateway, which scales with the API, and would queue one job per webhook instead of
+ * one per event; here an event's job carries all its webhooks' first attempts, and only retries and
+ * deferrals go through the deliveries queue.)
+ *
+ * A delivery is a row in `entregas` (unique per event and webhook, so a re-run finds the same
+ * rows), recorded in the statement that marks the event fanned out. Events taken together are
+ * handled in one batch: one statement. A failure to record fails the batch's jobs, and BullMQ
+ * retries them; a re-run finds its rows (not fresh), reads where each stands and sends only what
+ * was not made. A delivery already past its first attempt (a re-run after its retry was queued)
+ * has its job queued again under the same job id, a no-op while Redis still holds it.
+ */
+export function createFanOut(deps: {
+  db: Db;
+  deliveries: Pick<DeliveryProcessor, 'attempt'>;
+  deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk'>;
+}): FanOut {
+  const { db, deliveries, deliveryQueue } = deps;
+
+  const batcher = createMicroBatcher<ShipmentEventJob, PendingDelivery[]>(
     async (events) => {
       // A stalled job can be run twice at once; one entry per event is enough.
       const byId = new Map(events.map((e) => [e.eventId, e]));
-      const unique = [...byId.values()];
-      const routable = unique.map((e) => ({ ...e, numeroGuia: e.data.numeroGuia }));
-      const pending = await insertDeliveries(db, subscribedWebhooks(routable), markFannedOut([...byId.keys()]));
-      const perEvent = new Map<string, number>();
-      const deliveries = pending.map((p): DeliveryJob => {
-        const event = byId.get(p.eventId)!;
-        perEvent.set(p.eventId, (perEvent.get(p.eventId) ?? 0) + 1);
-        return {
-          deliveryId: p.deliveryId,
-          attempt: p.attempt,
-          ...(p.fresh ? { fresh: true } : {}),
-          webhookId: p.webhookId,
-          eventId: p.eventId,
-          evento: event.evento,
-          data: event.data,
-          committedAt: event.committedAt,
-          requestId: event.requestId,
-        };
-      });
-      if (deliveries.length > 0) await deliveryQueue.addBulk(bulkJobs(JOBS.delivery, deliveries));
-      return events.map((e) => perEvent.get(e.eventId) ?? 0);
+      // An event queued before events carried a mode is live: only live shipments emitted then.
+      const routable = [...byId.values()].map((e) => ({ ...e, numeroGuia: e.data.numeroGuia, mode: e.mode ?? 'live' }));
+      const pending = await insertDeliveries(db, subscribedWebhooks(routable), markFannedOut([...byId.keys()]), FIRST_ATTEMPT_LEASE_MS);
+      const perEvent = new Map<string, PendingDelivery[]>();
+      for (const p of pending) {
+        const list = perEvent.get(p.eventId);
+        if (list) list.push(p);
+        else perEvent.set(p.eventId, [p]);
+      }
+      return events.map((e) => perEvent.get(e.eventId) ?? []);
     },
     { maxBatch: 200, maxInFlight: 2 },
   );
 
-  return {
-    process: (job) => batcher.submit(validPayload(JOBS.shipmentEvent, job)),
-    drain: () => batcher.drain(),
-  };
+
+  async function process(job: Job<unknown>): Promise<number> {
+    const event = validPayload(JOBS.shipmentEvent, job);
+    const pending = await batcher.submit(event);
+    const later = pending.filter((p) => p.attempt > 1).map((p) => deliveryJobOf(event, p));
+    if (later.length > 0) await deliveryQueue.addBulk(bulkJobs(JOBS.delivery, later));
+    // Every first attempt runs to its end before the job does: one failing (Postgres away) must
+    // not end the job while the others are still sending.
+    const made = await Promise.allSettled(pending.filter((p) => p.attempt === 1).map((p) => deliveries.attempt(deliveryJobOf(event, p), p.fresh)));
+    const failed = made.find((m): m is PromiseRejectedResult => m.status === 'rejected');
+    if (failed) throw failed.reason;
+    return pending.length;
+  }
+
+  return { process, drain: () => batcher.drain() };
 }

@@ -1,5 +1,6 @@
 import { createServiceMetrics } from '@svc/observability';
 import type { AttemptResult } from '@svc/webhook-sender';
+import type { WebhookSlots } from '../deliveries/webhook-slots.limiter';
 
 export type QueueState = 'waiting' | 'active' | 'delayed' | 'failed';
 export const QUEUE_STATES: readonly QueueState[] = ['waiting', 'active', 'delayed', 'failed'];
@@ -17,8 +18,8 @@ export interface BacklogAges {
   oldestUnfannedEvent(): Promise<number>;
 }
 
-export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; backlog?: BacklogAges } = {}) {
-  const { queueCounts, backlog } = sources;
+export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; backlog?: BacklogAges; slots?: Pick<WebhookSlots, 'stats'> } = {}) {
+  const { queueCounts, backlog, slots } = sources;
   const m = createServiceMetrics('dispatcher');
   const deliveries = m.counter('svc_webhook_deliveries_total', 'Deliveries that ended, by event and outcome (success or failure); counted once per delivery', ['evento', 'outcome']);
   const attempts = m.counter('svc_webhook_attempts_total', 'Delivery attempts, by result (2xx, 3xx, 4xx, 5xx, timeout, network, blocked)', ['result']);
@@ -35,6 +36,7 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
   });
 
   const jobsFailed = m.counter('svc_jobs_failed_total', 'Jobs that ended failed for a reason other than a receiver failing 3 attempts, by queue and reason (malformed, retries_exhausted)', ['queue', 'reason']);
+  const retentionRemoved = m.counter('svc_retention_removed_total', 'Rows removed past RETENTION_DAYS by the retention, by table (entregas, entrega_intentos, outbox)', ['table']);
   const reconcilerRequeued = m.counter('svc_reconciler_requeued_total', 'Work queued again by the reconciler because Redis no longer held it, by kind (event, delivery)', ['kind']);
   // Postgres away: the gauges keep their last values and /readyz reports the outage.
   m.gauge('svc_oldest_overdue_delivery_seconds', 'How long the most overdue pending delivery has been due (0 when none)', [], async function () {
@@ -46,10 +48,31 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
     if (age !== undefined) this.set(age);
   });
 
+  // Fair sharing (deliveries/webhook-slots.limiter.ts): who is held back, by state, never by webhook
+  // (ids and URLs are unbounded; the log names the webhook when it becomes degraded or recovers).
+  const deferrals = m.counter('svc_delivery_deferrals_total', "Deliveries put back in the queue until their webhook's turn (no attempt spent), by reason (webhook_limit, degraded_limit, pool_reserve)", ['reason']);
+  m.gauge('svc_delivery_slots', 'Send slots held in this dispatcher, by the state of the webhook holding them (healthy, degraded)', ['state'], async function () {
+    if (!slots) return;
+    const { held } = slots.stats();
+    this.set({ state: 'healthy' }, held.healthy);
+    this.set({ state: 'degraded' }, held.degraded);
+  });
+  m.gauge('svc_delivery_waiting', "Deliveries waiting for their webhook's turn in this dispatcher: in the process (a few ms) or deferred to the queue (where: here, deferred)", ['where'], async function () {
+    if (!slots) return;
+    const stats = slots.stats();
+    this.set({ where: 'here' }, stats.waitingHere);
+    this.set({ where: 'deferred' }, stats.deferredAhead);
+  });
+  m.gauge('svc_webhooks_degraded', 'Webhooks whose recent attempts failed, held to fewer slots until they recover (this dispatcher)', [], async function () {
+    if (slots) this.set(slots.stats().degradedWebhooks);
+  });
+
   return {
     registry: m.registry,
+    deferrals,
     jobsFailed,
     reconcilerRequeued,
+    retentionRemoved,
     deliveries,
     attempts,
     attemptDuration,

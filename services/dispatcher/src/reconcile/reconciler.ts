@@ -1,8 +1,9 @@
 import type { Queue } from 'bullmq';
-import type { Logger } from '@svc/observability';
-import { bulkJobs, JOBS, type Db, type DeliveryJob, type JobContract, type ShipmentEventJob } from '@svc/schema';
+import { createPeriodicTask, type Logger } from '@svc/observability';
+import { bulkJobs, deliveryJobOf, JOBS, type Db, type DeliveryJob, type JobContract, type ShipmentEventJob } from '@svc/schema';
 import { claimOverdue } from '../deliveries/delivery.repository';
 import { findEvents, lockUnfanned } from '../events/event.repository';
+import { findWebhookTargets } from '../webhooks/webhook.repository';
 
 export interface Reconciler {
   /** Looks every `intervalMs` from now on. */
@@ -64,9 +65,8 @@ async function requeue<P>(
 export function createReconciler(options: ReconcilerOptions): Reconciler {
   const { db, eventsQueue, deliveryQueue, logger, requeued, intervalMs, graceMs } = options;
   const batchSize = options.batchSize ?? 500;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> | undefined;
-  let stopped = false;
+  // runOnce is a function declaration (hoisted): the task may name it before its text.
+  const task = createPeriodicTask({ name: 'reconciler', logger, intervalMs, run: runOnce });
 
   interface Pass {
     /** Rows found late. */
@@ -91,21 +91,25 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   async function deliveriesPass(): Promise<Pass> {
     const overdue = await claimOverdue(db, graceMs, batchSize);
     if (overdue.length === 0) return { seen: 0, queued: 0 };
-    const events = await findEvents(db, [...new Set(overdue.map((o) => o.eventId))]);
+    const pings = overdue.filter((o) => o.evento === 'PING');
+    const [events, pinged] = await Promise.all([
+      findEvents(db, [...new Set(overdue.filter((o) => o.evento !== 'PING').map((o) => o.eventId))]),
+      findWebhookTargets(db, [...new Set(pings.map((o) => o.webhookId))]),
+    ]);
     const jobs: DeliveryJob[] = [];
     for (const o of overdue) {
+      const common = { deliveryId: o.deliveryId, attempt: o.attempt, webhookId: o.webhookId, eventId: o.eventId };
+      if (o.evento === 'PING') {
+        // The resend of a PING: no event row; its data is empty and its mode the webhook's.
+        const webhook = pinged.get(o.webhookId);
+        if (!webhook) continue;
+        jobs.push({ ...common, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode: webhook.modo });
+        continue;
+      }
       const event = events.get(o.eventId);
       if (!event) continue; // its event row is gone (removed by retention): nothing to send
-      jobs.push({
-        deliveryId: o.deliveryId,
-        attempt: o.attempt,
-        webhookId: o.webhookId,
-        eventId: event.eventId,
-        evento: event.evento,
-        data: event.data,
-        committedAt: event.committedAt,
-        requestId: event.requestId,
-      });
+      // A resend's work was committed when it was made.
+      jobs.push({ ...deliveryJobOf(event, o), committedAt: o.resentAt?.toISOString() ?? event.committedAt });
     }
     const n = await requeue(deliveryQueue, JOBS.delivery, jobs);
     if (n > 0) {
@@ -121,31 +125,11 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       for (;;) {
         const p = await pass();
         queued += p.queued;
-        if (p.seen < batchSize || stopped) return queued;
+        if (p.seen < batchSize || task.stopped()) return queued;
       }
     };
     return { events: await all(eventsPass), deliveries: await all(deliveriesPass) };
   }
 
-  const tick = (): void => {
-    timer = setTimeout(() => {
-      running = runOnce()
-        .catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'reconciler pass failed; will retry'))
-        .finally(() => {
-          running = undefined;
-          if (!stopped) tick();
-        });
-    }, intervalMs);
-    timer.unref();
-  };
-
-  return {
-    start: tick,
-    runOnce,
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  return { start: task.start, runOnce, stop: task.stop };
 }

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db, ShipmentEvent } from '@svc/schema';
+import type { Db, Modo, ShipmentEvent } from '@svc/schema';
 
 /** The dispatcher's reads of `webhooks`: where an event goes, and where and how to send it. */
 
@@ -11,15 +11,19 @@ export interface RoutableEvent {
   sucursalId: string | null;
   /** The event's shipment. */
   numeroGuia: string;
+  /** The mode of the event's shipment: only webhooks of this mode receive it. */
+  mode: Modo;
 }
 
 /**
  * The rows `(event_id uuid, evento text, numero_guia text, webhook_id uuid)`: each event with every active webhook it
  * goes to, as a fragment for the statement that records the deliveries (one round trip per batch).
  *
- * Routing: an event of the company reaches the webhooks with no branch; an event of a branch
- * reaches those and the branch's own (`sucursal_id = null` never matches, so a company event skips
- * branch webhooks). Subscription: an empty `eventos` takes every event.
+ * Routing: an event reaches webhooks of its own mode only (a sandbox shipment's, test webhooks; a
+ * live one's, live webhooks). Within the mode, an event of the company reaches the webhooks with no
+ * branch; an event of a branch reaches those and the branch's own (`sucursal_id = null` never
+ * matches, so a company event skips branch webhooks). Subscription: an empty `eventos` takes every
+ * event.
  */
 export function subscribedWebhooks(events: readonly RoutableEvent[]): RawBuilder<unknown> {
   return sql`
@@ -29,10 +33,12 @@ export function subscribedWebhooks(events: readonly RoutableEvent[]): RawBuilder
       ${sql.val(events.map((e) => e.evento))}::text[],
       ${sql.val(events.map((e) => e.numeroGuia))}::text[],
       ${sql.val(events.map((e) => e.empresaId))}::uuid[],
-      ${sql.val(events.map((e) => e.sucursalId))}::uuid[]
-    ) as ev(event_id, evento, numero_guia, empresa_id, sucursal_id)
+      ${sql.val(events.map((e) => e.sucursalId))}::uuid[],
+      ${sql.val(events.map((e) => e.mode))}::text[]
+    ) as ev(event_id, evento, numero_guia, empresa_id, sucursal_id, modo)
     join webhooks w
       on w.empresa_id = ev.empresa_id
+     and w.modo = ev.modo
      and w.activo
      and (w.sucursal_id is null or w.sucursal_id = ev.sucursal_id)
      and (cardinality(w.eventos) = 0 or ev.evento = any(w.eventos))`;
@@ -43,7 +49,14 @@ export interface WebhookTarget {
   url: string;
   /** The signing key: never log it. */
   secret: string;
+  /**
+   * The secret before the last rotation and the end of its overlap, during which it signs beside
+   * `secret` (the sender compares the end with each attempt's time); null when there is none.
+   */
+  previousSecret: { secret: string; expiresAt: Date } | null;
   activo: boolean;
+  /** Its mode; a PING's `X-SVC-Modo`. */
+  modo: Modo;
 }
 
 /** The targets of a batch of webhooks, in one query; unknown ids are simply absent. */
@@ -51,8 +64,23 @@ export async function findWebhookTargets(db: Db, ids: readonly string[]): Promis
   if (ids.length === 0) return new Map();
   const rows = await db
     .selectFrom('webhooks')
-    .select(['id', 'url', 'secret', 'activo'])
+    .select(['id', 'url', 'secret', 'secreto_anterior', 'secreto_anterior_expira_en', 'activo', 'modo'])
     .where('id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
     .execute();
-  return new Map(rows.map((r) => [r.id, r]));
+  return new Map(
+    rows.map((r) => [
+      r.id,
+      {
+        id: r.id,
+        url: r.url,
+        secret: r.secret,
+        previousSecret:
+          r.secreto_anterior !== null && r.secreto_anterior_expira_en !== null
+            ? { secret: r.secreto_anterior, expiresAt: r.secreto_anterior_expira_en }
+            : null,
+        activo: r.activo,
+        modo: r.modo,
+      },
+    ]),
+  );
 }

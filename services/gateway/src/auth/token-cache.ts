@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@svc/observability';
 import type { Principal } from './principal';
 
 export interface TokenCacheOptions {
@@ -33,8 +33,8 @@ export class TokenCache {
   readonly channel: string;
 
   constructor(
-    private readonly redis: Redis,
-    private readonly subscriber: Redis,
+    private readonly redis: RedisClient,
+    private readonly subscriber: RedisClient,
     private readonly prefix: string,
     options: TokenCacheOptions = {},
   ) {
@@ -44,16 +44,32 @@ export class TokenCache {
     this.channel = `${prefix}:auth:invalidate`;
   }
 
+  /**
+   * On a cluster the channel is sharded (SSUBSCRIBE/SPUBLISH): a message stays within the shard
+   * that owns the channel's slot, where every gateway's subscriber listens, instead of PUBLISH's
+   * broadcast over the cluster bus to every node. The channel is under the prefix's hash tag, so
+   * it shares its slot with the revoked keys and can be published in the same MULTI. Should a
+   * failover drop a message, the revoked key still refuses the token on its next request.
+   */
+  private get sharded(): boolean {
+    return this.subscriber.isCluster;
+  }
+
   async start(): Promise<void> {
-    this.subscriber.on('message', (channel: string, message: string) => {
-      if (channel !== this.channel) return;
-      this.onInvalidate(message);
-    });
-    await this.subscriber.subscribe(this.channel);
+    const hear = (channel: string, message: string): void => {
+      if (channel === this.channel) this.onInvalidate(message);
+    };
+    if (this.sharded) {
+      this.subscriber.on('smessage', hear);
+      await this.subscriber.ssubscribe(this.channel);
+    } else {
+      this.subscriber.on('message', hear);
+      await this.subscriber.subscribe(this.channel);
+    }
   }
 
   async stop(): Promise<void> {
-    await this.subscriber.unsubscribe(this.channel);
+    await (this.sharded ? this.subscriber.sunsubscribe(this.channel) : this.subscriber.unsubscribe(this.channel));
   }
 
   revokedKey(hash: string): string {
@@ -94,7 +110,8 @@ export class TokenCache {
     if (hashes.length === 0) return;
     const multi = this.redis.multi();
     if (opts.revoke) for (const h of hashes) multi.set(this.revokedKey(h), '1', 'EX', REVOKED_TTL_SECONDS);
-    multi.publish(this.channel, JSON.stringify(hashes));
+    if (this.sharded) multi.spublish(this.channel, JSON.stringify(hashes));
+    else multi.publish(this.channel, JSON.stringify(hashes));
     await multi.exec();
     this.onInvalidate(JSON.stringify(hashes));
   }

@@ -13,6 +13,7 @@ import {
   presentCompany,
   requireCompany,
 } from './company.service';
+import { sendJson } from '../http/send-json';
 
 /**
  * The customer portal's actions on companies, branches, credits and tokens, under `/internal/v1`
@@ -29,19 +30,19 @@ export function mountCompanyInternalRoutes(router: Router, deps: GatewayDeps): v
   route(router, '/empresas', {
     post: async (req, res) => {
       const empresa = await createCompany(db, validateEmpresaCreate(req.body));
-      res.status(201).json({ success: true, data: await present(empresa) });
+      sendJson(res, 201, { success: true, data: await present(empresa) });
     },
   });
 
   route(router, '/empresas/:id', {
     get: async (req, res) => {
       const empresa = await requireCompany(db, String(req.params.id));
-      res.json({ success: true, data: await present(empresa) });
+      sendJson(res, 200, { success: true, data: await present(empresa) });
     },
     patch: async (req, res) => {
       const body = validateEmpresaPatch(req.body);
       const empresa = await patchCompany(deps, String(req.params.id), body);
-      res.json({ success: true, data: await present(empresa) });
+      sendJson(res, 200, { success: true, data: await present(empresa) });
     },
   });
 
@@ -49,7 +50,7 @@ export function mountCompanyInternalRoutes(router: Router, deps: GatewayDeps): v
     post: async (req, res) => {
       const { cantidad } = validateCreditos(req.body);
       const creditos = await addCompanyCredits(db, String(req.params.id), cantidad);
-      res.json({ success: true, data: { creditos } });
+      sendJson(res, 200, { success: true, data: { creditos } });
     },
   });
 
@@ -57,17 +58,17 @@ export function mountCompanyInternalRoutes(router: Router, deps: GatewayDeps): v
     post: async (req, res) => {
       const { nombre } = validateSucursalCreate(req.body);
       const sucursal = await createBranch(db, String(req.params.id), nombre);
-      res.status(201).json({ success: true, data: { id: sucursal.id, nombre: sucursal.nombre } });
+      sendJson(res, 201, { success: true, data: { id: sucursal.id, nombre: sucursal.nombre } });
     },
   });
 
   for (const path of ['/empresas/:id/tokens', '/empresas/:id/sucursales/:sid/tokens']) {
     route(router, path, {
       post: async (req, res) => {
-        res.status(201).json({ success: true, data: await issueTokens(deps, owner(req.params)) });
+        sendJson(res, 201, { success: true, data: await issueTokens(deps, owner(req.params)) });
       },
       delete: async (req, res) => {
-        res.json({ success: true, data: { eliminados: await deleteTokens(deps, owner(req.params)) } });
+        sendJson(res, 200, { success: true, data: { eliminados: await deleteTokens(deps, owner(req.params)) } });
       },
     });
   }

@@ -77,8 +77,8 @@ export async function lockCompany(trx: Transaction, empresaId: string): Promise<
 
 // ---- the charge of shipment creations -------------------------------------------------------------
 
-/** The parameters of CHARGE_SHIPMENTS: the number of shipments, the company. */
-export type ChargeParam = 'n' | 'empresa';
+/** The parameters of CHARGE_SHIPMENTS and CHARGE_SANDBOX_SHIPMENTS: the number of shipments, the company, the sandbox cap. */
+export type ChargeParam = 'n' | 'empresa' | 'sandboxLimit';
 
 /**
  * Today in Guatemala by Postgres's clock, the one clock every gateway shares (theirs may be
@@ -91,7 +91,9 @@ const TODAY = `(statement_timestamp() at time zone 'America/Guatemala')::date`;
  * nothing; one of a later day than this statement's (a statement that took its time across
  * midnight after another had moved the counter on) counts in full, so the day never moves back.
  */
-const USED_TODAY = `(case when guias_hoy_dia >= ${TODAY} then guias_hoy else 0 end)`;
+const usedToday = (count: string, day: string): string => `(case when ${day} >= ${TODAY} then ${count} else 0 end)`;
+const USED_TODAY = usedToday('guias_hoy', 'guias_hoy_dia');
+const SANDBOX_USED_TODAY = usedToday('guias_sandbox_hoy', 'guias_sandbox_hoy_dia');
 
 /**
  * The charge of `@n` shipments to the company's allowance of today and, unless its custom plan is
@@ -110,6 +112,21 @@ export const CHARGE_SHIPMENTS = `
       and (plan_personalizado = 'APROBADA' or (plan_activo and creditos >= @n::int))
     returning id`;
 
+/**
+ * The charge of `@n` sandbox shipments to the company's sandbox allowance of today (SANDBOX_DAILY_LIMIT,
+ * `@sandboxLimit`), counted and reset as the live allowance is, on counters of its own: a test token
+ * takes neither credits nor the live allowance. The same conditional UPDATE, so the same row lock
+ * serialises concurrent creations and none overspends the cap; the body of the sandbox creation's
+ * `charged` CTE.
+ */
+export const CHARGE_SANDBOX_SHIPMENTS = `
+    update empresas set
+      guias_sandbox_hoy = ${SANDBOX_USED_TODAY} + @n::int,
+      guias_sandbox_hoy_dia = greatest(guias_sandbox_hoy_dia, ${TODAY})
+    where id = @empresa::uuid
+      and ${SANDBOX_USED_TODAY} + @n::int <= @sandboxLimit::int
+    returning id`;
+
 /** Today in Guatemala by Postgres's clock, as `YYYY-MM-DD`. */
 export async function guatemalaToday(db: Db): Promise<string> {
   const { rows } = await sql<{ today: string }>`select ${sql.raw(TODAY)}::text as today`.execute(db);
@@ -118,6 +135,8 @@ export async function guatemalaToday(db: Db): Promise<string> {
 
 export interface Allowance {
   usedToday: number;
+  /** Sandbox shipments counted today. */
+  sandboxUsedToday: number;
   limiteDiario: number;
   planActivo: boolean;
   creditos: number;
@@ -128,12 +147,20 @@ export interface Allowance {
 export async function readAllowance(trx: Db, empresaId: string): Promise<Allowance | undefined> {
   const row = await trx
     .selectFrom('empresas')
-    .select(['limite_diario', 'plan_activo', 'creditos', 'plan_personalizado', sql<number>`${sql.raw(USED_TODAY)}`.as('used_today')])
+    .select([
+      'limite_diario',
+      'plan_activo',
+      'creditos',
+      'plan_personalizado',
+      sql<number>`${sql.raw(USED_TODAY)}`.as('used_today'),
+      sql<number>`${sql.raw(SANDBOX_USED_TODAY)}`.as('sandbox_used_today'),
+    ])
     .where('id', '=', empresaId)
     .executeTakeFirst();
   return (
     row && {
       usedToday: row.used_today,
+      sandboxUsedToday: row.sandbox_used_today,
       limiteDiario: row.limite_diario,
       planActivo: row.plan_activo,
       creditos: row.creditos,

@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '@svc/observability';
 import { AppError, errorEnvelope } from '@svc/schema';
 import { isUnavailableError } from './unavailable';
+import { sendJson } from './send-json';
 
 /** body-parser's error types, translated to the contract's codes. */
 function fromBodyParser(err: unknown): AppError | undefined {
@@ -58,7 +59,7 @@ export function errorMiddleware(logger: Logger): ErrorRequestHandler {
     }
     for (const [k, v] of Object.entries(appError.headers)) res.setHeader(k, v);
     if (appError.code === 'SERVICE_UNAVAILABLE') res.setHeader('Retry-After', '5');
-    res.status(appError.status).json(errorEnvelope(appError.code, appError.message));
+    sendJson(res, appError.status, errorEnvelope(appError.code, appError.message));
   };
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { RequestHandler } from 'express';
 
 const SAFE = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -14,9 +15,13 @@ declare global {
 }
 
 /** Keeps a caller's well-formed `X-Request-Id` (for tracing across systems), else makes one. */
+export function requestIdFrom(headers: IncomingHttpHeaders): string {
+  const incoming = headers['x-request-id'];
+  return typeof incoming === 'string' && SAFE.test(incoming) ? incoming : randomUUID();
+}
+
 export const requestId: RequestHandler = (req, res, next) => {
-  const incoming = req.headers['x-request-id'];
-  req.requestId = typeof incoming === 'string' && SAFE.test(incoming) ? incoming : randomUUID();
+  req.requestId = requestIdFrom(req.headers);
   res.setHeader('X-Request-Id', req.requestId);
   next();
 };

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Transaction } from '@svc/schema';
+import type { Db, Transaction } from '@svc/schema';
 
 export interface StoredAnswer {
   requestHash: string;
@@ -48,4 +48,23 @@ export async function storeAnswer(trx: Transaction, scope: string, clave: string
     .where('scope', '=', scope)
     .where('clave', '=', clave)
     .execute();
+}
+
+/**
+ * Retention: removes up to `limit` keys claimed more than `retentionDays` ago (RETENTION_DAYS, at
+ * least 1: every such key has expired, a key being taken over after 24 hours), oldest first along
+ * `idempotencia_created_idx`, skipping any a request holds. Returns how many went.
+ */
+export async function removeExpiredKeys(db: Db, retentionDays: number, limit: number): Promise<number> {
+  const result = await sql`
+    with doomed as (
+      select scope, clave from idempotencia
+      where created_at < now() - make_interval(days => ${retentionDays})
+      order by created_at
+      limit ${limit}
+      for update skip locked
+    )
+    delete from idempotencia i using doomed d where i.scope = d.scope and i.clave = d.clave
+  `.execute(db);
+  return Number(result.numAffectedRows ?? 0);
 }

@@ -45,6 +45,8 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
 
   let buffer: ShipmentEventJob[] = [];
   let flushing: Promise<void> | undefined;
+  /** The marks of relayed batches, one statement at a time, each after the one before. */
+  let marking: Promise<void> = Promise.resolve();
   let timer: NodeJS.Timeout | undefined;
   let sweeping: Promise<void> | undefined;
   let stopped = false;
@@ -55,15 +57,19 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       buffer = buffer.slice(batchSize);
       try {
         await addJobs(queue, batch);
-        await markSent(
-          db,
-          batch.map((j) => j.eventId),
-        );
-        metrics.outboxRelayed.inc({ path: 'relay' }, batch.length);
       } catch (err) {
         // Left unsent in Postgres: the sweep will add them.
         logger.warn({ err: (err as Error).message, events: batch.length }, 'outbox relay failed; the sweep will retry');
+        continue;
       }
+      metrics.outboxRelayed.inc({ path: 'relay' }, batch.length);
+      // The mark runs while the next batch is added (issue 16): the job is queued already, and a
+      // row left unmarked (the mark failing, a crash) is only added again by the sweep, under the
+      // same job id, which BullMQ ignores while it holds the job.
+      const ids = batch.map((j) => j.eventId);
+      marking = marking
+        .then(() => markSent(db, ids))
+        .catch((err: unknown) => logger.warn({ err: (err as Error).message, events: ids.length }, 'outbox rows not marked sent; the sweep will add them again'));
     }
   }
 
@@ -120,12 +126,14 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     },
     async drain() {
       while (flushing) await flushing;
+      await marking;
     },
     sweepNow: sweepOnce,
     async stop() {
       stopped = true;
       clearTimeout(timer);
       while (flushing) await flushing;
+      await marking;
       if (sweeping) await sweeping;
     },
   };

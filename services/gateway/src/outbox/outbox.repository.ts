@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
-import { eventJobOf, type Db, type ShipmentEvent, type ShipmentEventData, type ShipmentEventJob, type Transaction } from '@svc/schema';
+import { sql, type RawBuilder } from 'kysely';
+import {
+  eventJobOf,
+  type Db,
+  type Modo,
+  type ShipmentEvent,
+  type ShipmentEventData,
+  type ShipmentEventJob,
+  type Transaction,
+} from '@svc/schema';
 
 export interface NewEvent {
   evento: ShipmentEvent;
@@ -8,16 +16,20 @@ export interface NewEvent {
   sucursalId: string | null;
   data: ShipmentEventData;
   requestId: string | null;
+  /** Its position in the shipment's history, counted in the transaction that holds the shipment's lock. */
+  sequence: number;
+  mode: Modo;
 }
 
 export type PendingJob = Omit<ShipmentEventJob, 'committedAt'>;
 
 /**
  * The insert of outbox rows from `select` (columns: id, empresa_id, sucursal_id, evento, data,
- * request_id), for a statement that writes a change and its events at once (the creation).
+ * request_id, secuencia, modo), for a statement that writes a change and its events at once (the
+ * creation).
  */
 export const outboxInsert = (select: string): string =>
-  `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id) ${select}`;
+  `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id, secuencia, modo) ${select}`;
 
 /** Writes events in the caller's transaction (the one that makes the change); returns their jobs. */
 export async function insertEvents(trx: Transaction, events: NewEvent[]): Promise<PendingJob[]> {
@@ -33,6 +45,8 @@ export async function insertEvents(trx: Transaction, events: NewEvent[]): Promis
         evento: j.evento,
         data: JSON.stringify(j.data),
         request_id: j.requestId,
+        secuencia: j.sequence,
+        modo: j.mode,
       })),
     )
     .execute();
@@ -74,4 +88,12 @@ export async function pendingStats(db: Db): Promise<{ pending: number; oldestAge
     .where('enviado_en', 'is', null)
     .executeTakeFirstOrThrow();
   return { pending: Number(row.pending), oldestAgeSeconds: row.age === null ? 0 : Math.max(0, Number(row.age)) };
+}
+
+/**
+ * The event whose id is in `column`, as a one-row subquery `(event_data, event_sequence, event_mode)`
+ * (none once the event is gone), for a statement that writes its resends.
+ */
+export function eventFields(column: string): RawBuilder<unknown> {
+  return sql`(select o.data as event_data, o.secuencia as event_sequence, o.modo as event_mode from outbox o where o.id = ${sql.ref(column)})`;
 }

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from '@svc/observability';
 
 /**
  * Sliding 60-second log per token, in one Lua script (one round trip, atomic across instances).
  * Redis's own clock is the time source, so gateways with skewed clocks agree.
- * KEYS[1] = the token's window, KEYS[2] = the token's revocation mark.
+ * KEYS[1] = the token's window, KEYS[2] = the token's revocation mark: both under the prefix, which
+ * on a cluster is a hash tag, so they share a slot as a script's keys must.
  * Returns { allowed (1/0, or -1 when revoked), count in window, oldest entry (ms), now (ms) }.
  */
 const SLIDING_WINDOW = `
@@ -41,17 +43,31 @@ export interface RateDecision {
 
 type Reply = [number, number, number, number];
 
-interface RedisWithScript extends Redis {
+type RedisWithScript = RedisClient & {
   svcSlidingWindow(windowKey: string, revokedKey: string, limit: number, windowMs: number, member: string): Promise<Reply>;
+};
+
+type PipelineWithScript = ChainableCommander & {
+  svcSlidingWindow(windowKey: string, revokedKey: string, limit: number, windowMs: number, member: string): PipelineWithScript;
+};
+
+/** A hit waiting for the next write to Redis. */
+interface Waiting {
+  windowKey: string;
+  revokedKey: string;
+  member: string;
+  resolve(reply: Reply): void;
+  reject(err: unknown): void;
 }
 
 export class RateLimiter {
   private readonly redis: RedisWithScript;
   private seq = 0;
   private readonly instance = randomBytes(6).toString('base64url');
+  private waiting: Waiting[] = [];
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix: string,
     readonly limit: number,
     private readonly windowMs = 60_000,
@@ -65,13 +81,7 @@ export class RateLimiter {
   async hit(tokenId: string, revokedKey: string): Promise<RateDecision> {
     // A unique member per request: two requests in the same millisecond are two entries.
     const member = `${this.instance}:${(this.seq = (this.seq + 1) % Number.MAX_SAFE_INTEGER)}`;
-    const [allowed, count, first, now] = await this.redis.svcSlidingWindow(
-      `${this.prefix}:rl:${tokenId}`,
-      revokedKey,
-      this.limit,
-      this.windowMs,
-      member,
-    );
+    const [allowed, count, first, now] = await this.run(`${this.prefix}:rl:${tokenId}`, revokedKey, member);
     if (allowed === -1) {
       return { revoked: true, allowed: false, limit: this.limit, remaining: 0, resetSeconds: 0, retryAfterSeconds: 0 };
     }
@@ -85,4 +95,42 @@ export class RateLimiter {
       retryAfterSeconds: Math.max(1, Math.ceil((freesAt - now) / 1000)),
     };
   }
+
+  /**
+   * The hits of one turn of the event loop go to Redis in one pipeline: one write and one read for
+   * all of them instead of one each (the gateway's CPU per authenticated read under the bench's
+   * load, 1,000 tokens: -12%, in paired rounds against the unbatched gateway). Each script still
+   * runs on its own, atomically, so every count is what it was; on a cluster the batch is one slot
+   * (every key is under the prefix's hash tag).
+   */
+  private run(windowKey: string, revokedKey: string, member: string): Promise<Reply> {
+    return new Promise<Reply>((resolve, reject) => {
+      if (this.waiting.push({ windowKey, revokedKey, member, resolve, reject }) === 1) setImmediate(this.send);
+    });
+  }
+
+  private readonly send = (): void => {
+    const batch = this.waiting;
+    this.waiting = [];
+    // One hit, or a client that is not ready: each on its own, failing as a lone call fails (a
+    // cluster client's pipeline would wait for slots an ended client never gets).
+    if (batch.length === 1 || this.redis.status !== 'ready') {
+      for (const w of batch) this.redis.svcSlidingWindow(w.windowKey, w.revokedKey, this.limit, this.windowMs, w.member).then(w.resolve, w.reject);
+      return;
+    }
+    const pipeline = this.redis.pipeline() as PipelineWithScript;
+    for (const w of batch) pipeline.svcSlidingWindow(w.windowKey, w.revokedKey, this.limit, this.windowMs, w.member);
+    pipeline.exec().then(
+      (replies) => {
+        batch.forEach((w, i) => {
+          const [err, reply] = replies?.[i] ?? [new Error('no reply from the rate-limit pipeline'), null];
+          if (err) w.reject(err);
+          else w.resolve(reply as Reply);
+        });
+      },
+      (err: unknown) => {
+        for (const w of batch) w.reject(err);
+      },
+    );
+  };
 }

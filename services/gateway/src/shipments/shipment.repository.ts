@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { guiaCreadaData, preparedQuery, type Db, type Estado, type Guia, type Modo, type ShipmentEvent, type Transaction } from '@svc/schema';
-import { CHARGE_SHIPMENTS, type ChargeParam } from '../companies/company.repository';
+import { CHARGE_SANDBOX_SHIPMENTS, CHARGE_SHIPMENTS, type ChargeParam } from '../companies/company.repository';
 import { outboxInsert } from '../outbox/outbox.repository';
 
 /** Whose shipments a caller may see: the company's of one mode, or only one branch's. */
@@ -17,8 +17,8 @@ export interface NewShipment {
   paquete: Record<string, unknown>;
   referencia: string | null;
   extra: Record<string, unknown> | null;
-  /** Id of its GUIA_CREADA event in the outbox; null for a sandbox shipment (no event). */
-  eventId: string | null;
+  /** Id of its GUIA_CREADA event in the outbox (a sandbox shipment's goes to the test webhooks). */
+  eventId: string;
 }
 
 export interface InsertedShipment {
@@ -33,7 +33,8 @@ export interface Owner {
 }
 
 /*
- * The creation statement, in four shapes (live or sandbox; one shipment or a batch). Its text is
+ * The creation statement, in four shapes (live or sandbox, which differ only in the allowance they
+ * charge; one shipment or a batch). Its text is
  * fixed per shape and built once, and it runs as a prepared statement: on the hot path that spares
  * kysely's query building and Postgres's parse and plan on every creation. It is one statement
  * because a round trip is the dearest thing on the hot path; each table's part of it comes from the
@@ -71,19 +72,19 @@ function statement(template: string): { text: string; params: Param[] } {
 function creation(live: boolean, one: boolean): { name: string; text: string; params: Param[] } {
   const rows = one
     ? `select @numero::text, @empresa::uuid, @sucursal::uuid, @modo::text, 'CREADA', @destinatario::jsonb, @paquete::jsonb,
-        @referencia::text, @extra::jsonb ${live ? 'from charged' : ''}`
+        @referencia::text, @extra::jsonb from charged`
     : `select numero_guia, @empresa::uuid, @sucursal::uuid, @modo::text, 'CREADA', destinatario, paquete, referencia, extra
-      from input ${live ? 'where exists (select 1 from charged)' : ''} order by ord`;
+      from input where exists (select 1 from charged) order by ord`;
   const event = `@empresa::uuid, @sucursal::uuid, 'GUIA_CREADA'`;
-  const events = !live
-    ? ''
-    : `, events as (${outboxInsert(
-        one
-          ? `select @eventId::uuid, ${event}, @eventData::jsonb, @requestId::text from inserted`
-          : `select input.evento_id, ${event}, input.evento_data, @requestId::text from input join inserted using (numero_guia)`,
-      )})`;
+  // GUIA_CREADA is the first entry of its shipment's history: secuencia 1.
+  const rest = `@requestId::text, 1, @modo::text`;
+  const events = outboxInsert(
+    one
+      ? `select @eventId::uuid, ${event}, @eventData::jsonb, ${rest} from inserted`
+      : `select input.evento_id, ${event}, input.evento_data, ${rest} from input join inserted using (numero_guia)`,
+  );
   const { text, params } = statement(`
-with ${live ? `charged as (${CHARGE_SHIPMENTS}),` : ''} ${one ? '' : INPUT}
+with charged as (${live ? CHARGE_SHIPMENTS : CHARGE_SANDBOX_SHIPMENTS}), ${one ? '' : INPUT}
   inserted as (
     insert into guias (numero_guia, empresa_id, sucursal_id, modo, estado, destinatario, paquete, referencia, extra)
     ${rows}
@@ -92,8 +93,8 @@ with ${live ? `charged as (${CHARGE_SHIPMENTS}),` : ''} ${one ? '' : INPUT}
   history as (
     insert into guia_historial (guia_id, estado, evento, fecha)
     select id, 'CREADA', 'GUIA_CREADA', created_at from inserted
-  )
-  ${events}
+  ),
+  events as (${events})
 select numero_guia, created_at from inserted`);
   return { name: `svc_create_guias_${live ? 'live' : 'test'}_${one ? 'one' : 'many'}`, text, params };
 }
@@ -104,23 +105,25 @@ const CREATION = {
 };
 
 /**
- * Creates the shipments in ONE statement: for a live owner, the charge of `n` shipments to today's
- * allowance and, unless the custom plan is approved, `n` credits, as a conditional UPDATE whose row
- * lock serialises concurrent creations of the company until commit; then, only if it charged, the
- * rows (status CREADA), their first history entry and their GUIA_CREADA outbox events. Returns them
- * in the order given, or [] when the charge was refused (nothing written). Run it on its own
- * (autocommit) or inside a transaction.
+ * Creates the shipments in ONE statement: the charge of `n` shipments, as a conditional UPDATE whose
+ * row lock serialises concurrent creations of the company until commit (for a live owner, to today's
+ * allowance and, unless the custom plan is approved, `n` credits; for a sandbox owner, to today's
+ * sandbox cap only); then, only if it charged, the rows (status CREADA), their first history entry
+ * and their GUIA_CREADA outbox events in the owner's mode. Returns them in the order given, or []
+ * when the charge was refused (nothing written). Run it on its own (autocommit) or inside a
+ * transaction.
  */
 export async function insertShipments(
   trx: Db,
   owner: Owner,
   guias: NewShipment[],
-  context: { requestId: string | null },
+  context: { requestId: string | null; sandboxDailyLimit: number },
 ): Promise<InsertedShipment[]> {
   const one = guias.length === 1 ? guias[0] : undefined;
   const values: Record<Param, unknown> = {
     n: guias.length,
     empresa: owner.empresaId,
+    sandboxLimit: context.sandboxDailyLimit,
     sucursal: owner.sucursalId,
     modo: owner.modo,
     requestId: context.requestId,
@@ -203,20 +206,37 @@ export async function listHistory(db: Db, guiaId: string): Promise<HistoryEntry[
     .execute();
 }
 
-/** The shipment, locked until the transaction ends: concurrent transitions of it run one after another. */
-export async function lockShipment(trx: Transaction, numeroGuia: string): Promise<Guia | undefined> {
-  return trx.selectFrom('guias').selectAll().where('numero_guia', '=', numeroGuia).forUpdate().executeTakeFirst();
+/**
+ * The shipment, locked until the transaction ends: concurrent transitions of it run one after another.
+ * With a scope, only a shipment the scope sees (`findShipment`'s rule); without, any (the courier's).
+ */
+export async function lockShipment(trx: Transaction, numeroGuia: string, scope?: ShipmentScope): Promise<Guia | undefined> {
+  let q = trx.selectFrom('guias').selectAll().where('numero_guia', '=', numeroGuia);
+  if (scope) {
+    q = q.where('empresa_id', '=', scope.empresaId).where('modo', '=', scope.modo);
+    if (scope.sucursalId) q = q.where('sucursal_id', '=', scope.sucursalId);
+  }
+  return q.forUpdate().executeTakeFirst();
 }
 
-/** Moves the shipment to `estado` and records the event in its history. */
+/**
+ * Moves the shipment to `estado` and records the event in its history; returns the entry's position
+ * in that history (1 = GUIA_CREADA), true while the caller holds the shipment's lock (`lockShipment`).
+ */
 export async function recordTransition(
   trx: Transaction,
   guiaId: string,
   entry: { estado: Estado; evento: ShipmentEvent; motivo: string | null; fechaEntrega: string | null },
-): Promise<void> {
+): Promise<number> {
   await trx.updateTable('guias').set({ estado: entry.estado, updated_at: sql<Date>`now()` }).where('id', '=', guiaId).execute();
   await trx
     .insertInto('guia_historial')
     .values({ guia_id: guiaId, estado: entry.estado, evento: entry.evento, motivo: entry.motivo, fecha_entrega: entry.fechaEntrega })
     .execute();
+  const row = await trx
+    .selectFrom('guia_historial')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('guia_id', '=', guiaId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }

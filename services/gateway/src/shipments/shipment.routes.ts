@@ -3,7 +3,8 @@ import { validateGuiaBatch, validateGuiaCreate, validateGuiaEvento } from '@svc/
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 import { idempotencyRequest } from '../idempotency/idempotency';
-import { createShipments, listPage, scopeOf, tracking, transitionShipment, type CreateAnswer } from './shipment.service';
+import { createShipments, listPage, scopeOf, simulateTransition, tracking, transitionShipment, type CreateAnswer } from './shipment.service';
+import { sendJson } from '../http/send-json';
 
 function principalOf(req: Request) {
   return req.principal!;
@@ -11,10 +12,10 @@ function principalOf(req: Request) {
 
 function send(res: Response, answer: CreateAnswer): void {
   if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
-  res.status(answer.status).json(answer.body);
+  sendJson(res, answer.status, answer.body);
 }
 
-/** The shipment operations of `/api/v1`: create one or a batch (with Idempotency-Key), list, track. */
+/** The shipment operations of `/api/v1`: create one or a batch (with Idempotency-Key), list, track, and move a sandbox shipment on (`simular`). */
 export function mountShipmentRoutes(router: Router, deps: GatewayDeps): void {
   route(router, '/guias', {
     post: async (req, res) => {
@@ -26,7 +27,7 @@ export function mountShipmentRoutes(router: Router, deps: GatewayDeps): void {
     },
     get: async (req, res) => {
       const data = await listPage(deps, scopeOf(principalOf(req)), req.query as Record<string, unknown>);
-      res.json({ success: true, data });
+      sendJson(res, 200, { success: true, data });
     },
   });
 
@@ -42,7 +43,15 @@ export function mountShipmentRoutes(router: Router, deps: GatewayDeps): void {
   route(router, '/guias/:numeroGuia/tracking', {
     get: async (req, res) => {
       const data = await tracking(deps, scopeOf(principalOf(req)), String(req.params.numeroGuia));
-      res.json({ success: true, data });
+      sendJson(res, 200, { success: true, data });
+    },
+  });
+
+  route(router, '/guias/:numeroGuia/simular', {
+    post: async (req, res) => {
+      const principal = principalOf(req);
+      const data = await simulateTransition(deps, principal, String(req.params.numeroGuia), req.body, req.requestId);
+      sendJson(res, 200, { success: true, data });
     },
   });
 }
@@ -53,7 +62,7 @@ export function mountShipmentInternalRoutes(router: Router, deps: GatewayDeps): 
     post: async (req, res) => {
       const body = validateGuiaEvento(req.body);
       const data = await transitionShipment(deps, String(req.params.numeroGuia), body, req.requestId);
-      res.json({ success: true, data });
+      sendJson(res, 200, { success: true, data });
     },
   });
 }

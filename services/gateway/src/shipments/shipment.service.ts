@@ -8,6 +8,7 @@ import {
   type GuiaEventoRequest,
   type Modo,
   type ShipmentEventData,
+  validateGuiaEvento,
   type SuccessEnvelope,
 } from '@svc/schema';
 import type { GatewayDeps } from '../deps';
@@ -29,7 +30,7 @@ import {
   type ShipmentScope,
 } from './shipment.repository';
 
-type Deps = Pick<GatewayDeps, 'db' | 'clock' | 'metrics' | 'outboxRelay'>;
+type Deps = Pick<GatewayDeps, 'db' | 'clock' | 'metrics' | 'outboxRelay' | 'config'>;
 
 /** A shipment as the API shows it (creation, listing). */
 export interface ShipmentView {
@@ -77,8 +78,8 @@ export type CreateAnswer = IdempotentAnswer;
 const MAX_ATTEMPTS = 4;
 
 /**
- * Creates the shipments, all or none: the charge of the daily allowance and the credits, the rows
- * and their GUIA_CREADA events (live only) in one statement; with an Idempotency-Key, the
+ * Creates the shipments, all or none: the charge of the daily allowance and the credits (for a
+ * sandbox owner, of the sandbox cap only), the rows and their GUIA_CREADA events in one statement; with an Idempotency-Key, the
  * idempotency protocol runs that statement at most once per key and body (`idempotent`).
  */
 export async function createShipments(
@@ -92,7 +93,6 @@ export async function createShipments(
   const { db, metrics } = deps;
   const { principal, idempotency: idem } = ctx;
   const owner = { empresaId: principal.empresa.id, sucursalId: principal.sucursal?.id ?? null, modo: principal.modo };
-  const live = principal.modo === 'live';
 
   for (let attempt = 1; ; attempt++) {
     const fresh = items.map((item) => ({
@@ -101,11 +101,14 @@ export async function createShipments(
       paquete: item.paquete,
       referencia: item.referencia ?? null,
       extra: item.observaciones === undefined ? null : { observaciones: item.observaciones },
-      eventId: live ? randomUUID() : null,
+      eventId: randomUUID(),
     }));
     const insert = async (trx: Deps['db']): Promise<SuccessEnvelope<unknown>> => {
-      const inserted = await insertShipments(trx, owner, fresh, { requestId: ctx.requestId });
-      if (inserted.length === 0) throw await refusal(deps, trx, owner.empresaId, items.length);
+      const inserted = await insertShipments(trx, owner, fresh, {
+        requestId: ctx.requestId,
+        sandboxDailyLimit: deps.config.sandboxDailyLimit,
+      });
+      if (inserted.length === 0) throw await refusal(deps, trx, owner, items.length);
       const views = fresh.map((g, i) =>
         view({ ...g, estado: 'CREADA', sucursalId: owner.sucursalId, createdAt: inserted[i]!.createdAt }),
       );
@@ -115,19 +118,19 @@ export async function createShipments(
       const answer = await idempotent(db, idem, async (q) => ({ status: 201, body: await insert(q) }));
       if (!answer.replayed) {
         metrics.shipmentsCreated.inc({ modo: owner.modo }, items.length);
-        if (live) {
-          deps.outboxRelay.notify(
-            fresh.map((g) => ({
-              eventId: g.eventId!,
-              evento: 'GUIA_CREADA',
-              empresaId: owner.empresaId,
-              sucursalId: owner.sucursalId,
-              data: guiaCreadaData(g.numeroGuia),
-              requestId: ctx.requestId,
-            })),
-          );
-          metrics.outboxWritten.inc({ evento: 'GUIA_CREADA' }, items.length);
-        }
+        deps.outboxRelay.notify(
+          fresh.map((g) => ({
+            eventId: g.eventId,
+            evento: 'GUIA_CREADA',
+            empresaId: owner.empresaId,
+            sucursalId: owner.sucursalId,
+            data: guiaCreadaData(g.numeroGuia),
+            requestId: ctx.requestId,
+            sequence: 1,
+            mode: owner.modo,
+          })),
+        );
+        metrics.outboxWritten.inc({ evento: 'GUIA_CREADA' }, items.length);
       }
       return answer;
     } catch (err) {
@@ -137,10 +140,20 @@ export async function createShipments(
   }
 }
 
-/** Says which limit refused a charge: the daily allowance first, then the credits. */
-async function refusal(deps: Deps, trx: Deps['db'], empresaId: string, n: number): Promise<AppError> {
-  const a = await readAllowance(trx, empresaId);
+/** Says which limit refused a charge: the daily allowance (a sandbox owner's: the sandbox cap) first, then the credits. */
+async function refusal(deps: Deps, trx: Deps['db'], owner: { empresaId: string; modo: Modo }, n: number): Promise<AppError> {
+  const a = await readAllowance(trx, owner.empresaId);
   if (!a) return new AppError('NOT_FOUND', 'no such company');
+  if (owner.modo === 'test') {
+    // Not in svc_shipment_refusals_total: its reasons (daily_limit, credits) are the live refusals alerts watch.
+    const limit = deps.config.sandboxDailyLimit;
+    const left = Math.max(0, limit - a.sandboxUsedToday);
+    return new AppError(
+      'DAILY_GUIDE_LIMIT',
+      `daily sandbox shipment limit of ${limit} reached: ${left} left today, ${n} requested; it resets at midnight (UTC-6)`,
+      { 'Retry-After': String(secondsToGuatemalaMidnight(deps.clock.now())) },
+    );
+  }
   if (a.usedToday + n > a.limiteDiario) {
     deps.metrics.quotaRefusals.inc({ reason: 'daily_limit' });
     const left = Math.max(0, a.limiteDiario - a.usedToday);
@@ -232,14 +245,16 @@ export async function tracking(deps: Pick<Deps, 'db'>, scope: ShipmentScope, num
 // ---- transitions ----------------------------------------------------------------------------------
 
 /**
- * Moves a shipment on (the courier's operations): locks it, checks the state machine, records the
- * status and history and, for a live shipment, its event in the outbox, all in one transaction.
+ * Moves a shipment on (the courier's operations, and `simular`): locks it, checks the state machine,
+ * records the status and history and its event in the outbox, in the shipment's mode, all in one
+ * transaction. With a scope, a shipment outside it is not found.
  */
 export async function transitionShipment(
   deps: Deps,
   numeroGuia: string,
   req: GuiaEventoRequest,
   requestId: string,
+  scope?: ShipmentScope,
 ): Promise<{ numeroGuia: string; estado: Estado }> {
   if (req.fechaEntrega !== undefined && req.evento !== 'GUIA_ENTREGADA') {
     throw new AppError('VALIDATION_ERROR', 'fechaEntrega is accepted only with GUIA_ENTREGADA');
@@ -250,7 +265,7 @@ export async function transitionShipment(
   }
   if (!isPlausibleNumeroGuia(numeroGuia)) throw new AppError('NOT_FOUND', 'no such shipment');
   const result = await deps.db.transaction().execute(async (trx) => {
-    const guia = await lockShipment(trx, numeroGuia);
+    const guia = await lockShipment(trx, numeroGuia, scope);
     if (!guia) throw new AppError('NOT_FOUND', 'no such shipment');
     const estado = nextEstado(guia.estado, req.evento);
     if (!estado) {
@@ -258,24 +273,34 @@ export async function transitionShipment(
     }
     const fechaEntrega =
       req.evento === 'GUIA_ENTREGADA' ? new Date(req.fechaEntrega ?? deps.clock.now()).toISOString() : null;
-    await recordTransition(trx, guia.id, { estado, evento: req.evento, motivo: req.motivo ?? null, fechaEntrega });
+    const sequence = await recordTransition(trx, guia.id, { estado, evento: req.evento, motivo: req.motivo ?? null, fechaEntrega });
 
     const data: ShipmentEventData = { numeroGuia: guia.numero_guia, estado };
     if (fechaEntrega !== null) data.fechaEntrega = fechaEntrega;
     if (req.evento === 'GUIA_DEVOLUCION' && req.motivo !== undefined) data.motivo = req.motivo;
-    // Sandbox shipments move like live ones but emit no events.
-    const modo: Modo = guia.modo;
-    const jobs =
-      modo === 'live'
-        ? await insertEvents(trx, [
-            { evento: req.evento, empresaId: guia.empresa_id, sucursalId: guia.sucursal_id, data, requestId },
-          ])
-        : [];
+    // A sandbox shipment's event is a test event: the dispatcher routes it to test webhooks only.
+    const jobs = await insertEvents(trx, [
+      { evento: req.evento, empresaId: guia.empresa_id, sucursalId: guia.sucursal_id, data, requestId, sequence, mode: guia.modo },
+    ]);
     return { numeroGuia: guia.numero_guia, estado, jobs };
   });
-  if (result.jobs.length) {
-    deps.outboxRelay.notify(result.jobs);
-    deps.metrics.outboxWritten.inc({ evento: req.evento });
-  }
+  deps.outboxRelay.notify(result.jobs);
+  deps.metrics.outboxWritten.inc({ evento: req.evento });
   return { numeroGuia: result.numeroGuia, estado: result.estado };
+}
+
+/**
+ * `simular` (extensions.md, Sandbox parity): the courier's transition, for a test token, of one of
+ * its own sandbox shipments (a branch's token: its branch's), emitting the event to the test webhooks.
+ */
+export function simulateTransition(
+  deps: Deps,
+  principal: Principal,
+  numeroGuia: string,
+  body: unknown,
+  requestId: string,
+): Promise<{ numeroGuia: string; estado: Estado }> {
+  // Refused before the body is read: a live token has nothing to simulate.
+  if (principal.modo !== 'test') throw new AppError('FORBIDDEN', 'simular moves sandbox shipments: use a test token');
+  return transitionShipment(deps, numeroGuia, validateGuiaEvento(body), requestId, scopeOf(principal));
 }

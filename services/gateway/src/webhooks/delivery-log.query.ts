@@ -13,12 +13,16 @@ function oneOf<T extends string>(query: Record<string, unknown>, name: string, a
   return value as T;
 }
 
-function instant(query: Record<string, unknown>, name: string): Date | undefined {
-  const value = singleParam(query, name);
-  if (value === undefined) return undefined;
+/** An ISO 8601 date or date-time as integrators write it, or 400 VALIDATION_ERROR naming the field. */
+export function parseInstant(name: string, value: string): Date {
   const at = ISO_8601.test(value) ? new Date(value) : undefined;
   if (!at || Number.isNaN(at.getTime())) throw new AppError('VALIDATION_ERROR', `${name} must be an ISO 8601 date or date-time`);
   return at;
+}
+
+function instant(query: Record<string, unknown>, name: string): Date | undefined {
+  const value = singleParam(query, name);
+  return value === undefined ? undefined : parseInstant(name, value);
 }
 
 // The cursor is the last delivery's position, encoded so that callers treat it as opaque.

@@ -1,10 +1,10 @@
-import { sql } from 'kysely';
-import type { AttemptErrorClass, Db, DeliveryState, EventName } from '@svc/schema';
+import { sql, type RawBuilder } from 'kysely';
+import type { AttemptErrorClass, Db, DeliveryState, EventName, Modo, ShipmentEventData, Transaction } from '@svc/schema';
 
 /**
- * The gateway's side of deliveries (`entregas`, `entrega_intentos`): the PING it records, and what
- * the webhook detail, the list and the delivery log show. Attempts of event deliveries are the
- * dispatcher's to record.
+ * The gateway's side of deliveries (`entregas`, `entrega_intentos`): the PING it records, the
+ * resends it creates, and what the webhook detail, the list and the delivery log show. Attempts of
+ * event deliveries (resends included) are the dispatcher's to record.
  */
 
 /** A delivery as the webhook detail shows it. */
@@ -223,4 +223,87 @@ export async function attemptsOf(db: Db, ids: readonly string[]): Promise<Map<st
     });
   }
   return out;
+}
+
+// ---- resends ---------------------------------------------------------------------------------------
+
+/** The event a resend sends again, as the outbox records it; null for a PING (it has no event). */
+export interface ResentEvent {
+  data: ShipmentEventData;
+  sequence: number | null;
+  mode: Modo;
+}
+
+export interface Resent extends LoggedDelivery {
+  event: ResentEvent | null;
+}
+
+/**
+ * Reads an event for the statement that writes its resends: a subquery of one row
+ * `(event_data, event_sequence, event_mode)` for the event id in `column`, or none once the event is
+ * gone. The outbox repository owns it (`eventFields`).
+ */
+export type EventFields = (column: string) => RawBuilder<unknown>;
+
+/** A recovery's window on `createdAt`: `desde` inclusive, `hasta` exclusive. */
+export interface RecoveryWindow {
+  desde: Date;
+  hasta: Date;
+}
+
+/**
+ * One statement: a new delivery per delivery `e` that `condition` picks, sending its event again to
+ * the same webhook, oldest first: the same `evento`, `evento_id` (for a PING, the PING's own id) and
+ * shipment, `reenvio_de` = the original, pending and due now (the dispatcher makes its attempts). A
+ * delivery whose event is no longer kept is skipped. Returns the resends with their events.
+ */
+async function insertResends(trx: Transaction, condition: RawBuilder<boolean>, eventFields: EventFields): Promise<Resent[]> {
+  const result = await sql<LoggedRow & { event_data: ShipmentEventData | null; event_sequence: number | null; event_mode: Modo | null }>`
+    with picked as (
+      select e.id, e.webhook_id, e.evento_id, e.evento, e.numero_guia, e.created_at, ev.event_data, ev.event_sequence, ev.event_mode
+      from entregas e
+      left join lateral ${eventFields('e.evento_id')} ev on true
+      where ${condition} and (e.evento = 'PING' or ev.event_data is not null)
+    ), ins as (
+      insert into entregas (id, webhook_id, evento_id, evento, numero_guia, reenvio_de, es_reenvio, proximo_intento_en)
+      select gen_random_uuid(), webhook_id, coalesce(evento_id, id), evento, numero_guia, id, true, now()
+      from picked
+      returning id, evento, exitoso, status_code, intentos, ultimo_intento_en, created_at, estado, evento_id, numero_guia, reenvio_de,
+        created_at::text as at
+    )
+    select ins.*, picked.event_data, picked.event_sequence, picked.event_mode
+    from ins join picked on picked.id = ins.reenvio_de
+    order by picked.created_at, picked.id
+  `.execute(trx);
+  return result.rows.map((r) => ({
+    ...toLogged(r),
+    event: r.event_data === null || r.event_mode === null ? null : { data: r.event_data, sequence: r.event_sequence, mode: r.event_mode },
+  }));
+}
+
+/**
+ * Resends one delivery of the webhook (whatever its state: the caller has checked it); undefined
+ * when its event is no longer kept. Run it in the transaction that holds the webhook's lock.
+ */
+export async function insertResend(trx: Transaction, webhookId: string, id: string, eventFields: EventFields): Promise<Resent | undefined> {
+  const [resent] = await insertResends(trx, sql<boolean>`e.webhook_id = ${webhookId} and e.id = ${id}`, eventFields);
+  return resent;
+}
+
+/**
+ * Resends every `fallida` delivery of the webhook created in the window that is not itself a resend
+ * and has no resend yet. Run it in the transaction that holds the webhook's lock (`lockWebhook`): a
+ * second recovery of the same webhook waits for this one's commit, and its own statement then sees
+ * these resends, so it resends none of them again.
+ */
+export async function insertRecoveryResends(trx: Transaction, webhookId: string, window: RecoveryWindow, eventFields: EventFields): Promise<Resent[]> {
+  return insertResends(
+    trx,
+    sql<boolean>`e.webhook_id = ${webhookId}
+      and e.estado = 'fallida'
+      and not e.es_reenvio
+      and e.created_at >= ${window.desde} and e.created_at < ${window.hasta}
+      and not exists (select 1 from entregas r where r.reenvio_de = e.id)`,
+    eventFields,
+  );
 }

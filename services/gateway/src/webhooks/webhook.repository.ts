@@ -1,23 +1,28 @@
 import { sql } from 'kysely';
-import type { Db, Transaction, Webhook } from '@svc/schema';
+import type { Db, Modo, Transaction, Webhook } from '@svc/schema';
 
-/** Which webhooks a caller may see: all of a company's, or (a branch token) the company's own and that branch's. */
+/**
+ * Which webhooks a caller may see: those of its token's mode (a test token's webhooks are apart from
+ * live ones), all of a company's, or (a branch token) the company's own and that branch's.
+ */
 export interface WebhookScope {
   empresaId: string;
+  modo: Modo;
   /** Set for a branch token. */
   sucursalId: string | null;
 }
 
 /**
- * Active webhooks of the company, its branches' included (the limit counts them all). Counted in
- * the transaction that holds the company's lock (`lockCompany`), so the count stays true until
- * the insert.
+ * Active webhooks of one mode of the company, its branches' included (the limit counts them all,
+ * each mode apart). Counted in the transaction that holds the company's lock (`lockCompany`), so
+ * the count stays true until the insert.
  */
-export async function countActive(trx: Transaction, empresaId: string): Promise<number> {
+export async function countActive(trx: Transaction, empresaId: string, modo: Modo): Promise<number> {
   const row = await trx
     .selectFrom('webhooks')
     .select((eb) => eb.fn.countAll<string>().as('n'))
     .where('empresa_id', '=', empresaId)
+    .where('modo', '=', modo)
     .where('activo', '=', true)
     .executeTakeFirstOrThrow();
   return Number(row.n);
@@ -25,13 +30,14 @@ export async function countActive(trx: Transaction, empresaId: string): Promise<
 
 export async function insertWebhook(
   trx: Transaction,
-  w: { empresaId: string; sucursalId: string | null; url: string; secret: string; eventos: string[]; descripcion: string | null },
+  w: { empresaId: string; sucursalId: string | null; modo: Modo; url: string; secret: string; eventos: string[]; descripcion: string | null },
 ): Promise<Webhook> {
   return trx
     .insertInto('webhooks')
     .values({
       empresa_id: w.empresaId,
       sucursal_id: w.sucursalId,
+      modo: w.modo,
       url: w.url,
       secret: w.secret,
       eventos: w.eventos,
@@ -43,7 +49,7 @@ export async function insertWebhook(
 
 /** A webhook visible in the scope, active or not; undefined otherwise. */
 export async function findWebhook(db: Db, scope: WebhookScope, id: string): Promise<Webhook | undefined> {
-  let q = db.selectFrom('webhooks').selectAll().where('id', '=', id).where('empresa_id', '=', scope.empresaId);
+  let q = db.selectFrom('webhooks').selectAll().where('id', '=', id).where('empresa_id', '=', scope.empresaId).where('modo', '=', scope.modo);
   if (scope.sucursalId !== null) {
     const sucursalId = scope.sucursalId;
     q = q.where((eb) => eb.or([eb('sucursal_id', 'is', null), eb('sucursal_id', '=', sucursalId)]));
@@ -57,6 +63,7 @@ export async function listActiveWebhooks(db: Db, scope: WebhookScope): Promise<W
     .selectFrom('webhooks')
     .selectAll()
     .where('empresa_id', '=', scope.empresaId)
+    .where('modo', '=', scope.modo)
     .where('activo', '=', true);
   if (scope.sucursalId !== null) {
     const sucursalId = scope.sucursalId;
@@ -65,11 +72,20 @@ export async function listActiveWebhooks(db: Db, scope: WebhookScope): Promise<W
   return q.orderBy('created_at').orderBy('id').execute();
 }
 
+/**
+ * The company's webhook, locked until the transaction ends: resends and recoveries of one webhook run
+ * one after another, and see its `activo` as it is.
+ */
+export async function lockWebhook(trx: Transaction, empresaId: string, id: string): Promise<Webhook | undefined> {
+  return trx.selectFrom('webhooks').selectAll().where('id', '=', id).where('empresa_id', '=', empresaId).forUpdate().executeTakeFirst();
+}
+
+/** `activo` among the fields: a reactivation's caller holds the company's lock and has counted (`countActive`). */
 export async function updateWebhook(
   db: Db,
   empresaId: string,
   id: string,
-  fields: { url?: string; eventos?: string[]; descripcion?: string | null },
+  fields: { url?: string; eventos?: string[]; descripcion?: string | null; activo?: boolean },
 ): Promise<Webhook | undefined> {
   return db
     .updateTable('webhooks')
@@ -91,6 +107,28 @@ export async function deactivateWebhook(db: Db, empresaId: string, id: string): 
     .where('id', '=', id)
     .where('empresa_id', '=', empresaId)
     .where('activo', '=', true)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * Replaces the secret. With an overlap, the replaced secret goes on signing beside the new one until
+ * `now() + overlapHours`; without one it stops at once. Either way a previous secret still in its
+ * overlap is dropped: a new rotation ends the older overlap. Returns the webhook as it now is.
+ */
+export async function rotateSecret(db: Db, empresaId: string, id: string, secret: string, overlapHours: number): Promise<Webhook | undefined> {
+  const overlapping = overlapHours > 0;
+  return db
+    .updateTable('webhooks')
+    .set({
+      // The right-hand `secret` is the value before this update.
+      secreto_anterior: overlapping ? sql<string>`secret` : null,
+      secreto_anterior_expira_en: overlapping ? sql<Date>`now() + make_interval(hours => ${overlapHours})` : null,
+      secret,
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', id)
+    .where('empresa_id', '=', empresaId)
     .returningAll()
     .executeTakeFirst();
 }

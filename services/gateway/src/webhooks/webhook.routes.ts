@@ -1,5 +1,5 @@
 import type { Request, Router } from 'express';
-import { validateWebhookCreate, validateWebhookPatch } from '@svc/schema';
+import { validateRecoveryRequest, validateSecretRotation, validateWebhookCreate, validateWebhookPatch } from '@svc/schema';
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 import { requireCompany, requireBranch } from '../companies/company.service';
@@ -11,19 +11,25 @@ import {
   listWebhooks,
   patchWebhook,
   pingWebhook,
+  recoverDeliveries,
   requireHead,
+  resendDelivery,
+  rotateWebhookSecret,
   scopeOf,
   webhookDetail,
 } from './webhook.service';
+import { sendJson } from '../http/send-json';
 
 function principalOf(req: Request) {
   return req.principal!;
 }
 
 /**
- * The six webhook operations of `/api/v1`. A branch token reads (list, detail) the webhooks that
- * receive its events; everything else is the head account's (403 FORBIDDEN). Live and test tokens
- * manage the same webhooks: webhooks have no sandbox copy.
+ * The six webhook operations of `/api/v1`, and what extensions.md adds: the delivery log, resending
+ * and recovery, and secret rotation. A branch token reads (list, detail, delivery log) the webhooks
+ * that receive its events; everything else is the head account's (403 FORBIDDEN). Each token sees
+ * only the webhooks of its own mode (`scopeOf`): a test token's are the sandbox's, and receive only
+ * sandbox events.
  */
 export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
   route(router, '/webhooks', {
@@ -31,32 +37,32 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
       const principal = principalOf(req);
       requireHead(principal);
       const body = validateWebhookCreate(req.body);
-      const data = await createWebhook(deps, { empresaId: principal.empresa.id, sucursalId: null }, body);
-      res.status(201).json({ success: true, data });
+      const data = await createWebhook(deps, { empresaId: principal.empresa.id, sucursalId: null, modo: principal.modo }, body);
+      sendJson(res, 201, { success: true, data });
     },
     get: async (req, res) => {
       const data = await listWebhooks(deps, scopeOf(principalOf(req)));
-      res.json({ success: true, data });
+      sendJson(res, 200, { success: true, data });
     },
   });
 
   route(router, '/webhooks/:id', {
     get: async (req, res) => {
       const data = await webhookDetail(deps, scopeOf(principalOf(req)), String(req.params.id));
-      res.json({ success: true, data });
+      sendJson(res, 200, { success: true, data });
     },
     patch: async (req, res) => {
       const principal = principalOf(req);
       requireHead(principal);
       const body = validateWebhookPatch(req.body);
       const data = await patchWebhook(deps, scopeOf(principal), String(req.params.id), body);
-      res.json({ success: true, data });
+      sendJson(res, 200, { success: true, data });
     },
     delete: async (req, res) => {
       const principal = principalOf(req);
       requireHead(principal);
       const data = await deleteWebhook(deps, scopeOf(principal), String(req.params.id));
-      res.json({ success: true, data });
+      sendJson(res, 200, { success: true, data });
     },
   });
 
@@ -64,14 +70,44 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
   route(router, '/webhooks/:id/entregas', {
     get: async (req, res) => {
       const data = await deliveryLog(deps, scopeOf(principalOf(req)), String(req.params.id), req.query as Record<string, unknown>);
-      res.json({ success: true, data });
+      sendJson(res, 200, { success: true, data });
     },
   });
 
   route(router, '/webhooks/:id/entregas/:entregaId', {
     get: async (req, res) => {
       const data = await deliveryDetail(deps, scopeOf(principalOf(req)), String(req.params.id), String(req.params.entregaId));
-      res.json({ success: true, data });
+      sendJson(res, 200, { success: true, data });
+    },
+  });
+
+  route(router, '/webhooks/:id/entregas/:entregaId/reenviar', {
+    post: async (req, res) => {
+      const principal = principalOf(req);
+      requireHead(principal);
+      const data = await resendDelivery(deps, scopeOf(principal), String(req.params.id), String(req.params.entregaId), req.requestId);
+      sendJson(res, 202, { success: true, data });
+    },
+  });
+
+  route(router, '/webhooks/:id/recuperar', {
+    post: async (req, res) => {
+      const principal = principalOf(req);
+      requireHead(principal);
+      const body = validateRecoveryRequest(req.body);
+      const data = await recoverDeliveries(deps, scopeOf(principal), String(req.params.id), body, deps.clock.now(), req.requestId);
+      sendJson(res, 202, { success: true, data });
+    },
+  });
+
+  route(router, '/webhooks/:id/secreto', {
+    post: async (req, res) => {
+      const principal = principalOf(req);
+      requireHead(principal);
+      // The body is optional: no body rotates with the default overlap.
+      const body = validateSecretRotation(req.body ?? {});
+      const data = await rotateWebhookSecret(deps, scopeOf(principal), String(req.params.id), body);
+      sendJson(res, 200, { success: true, data });
     },
   });
 
@@ -80,20 +116,20 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
       const principal = principalOf(req);
       requireHead(principal);
       const data = await pingWebhook(deps, scopeOf(principal), String(req.params.id));
-      res.json({ success: true, data });
+      sendJson(res, 200, { success: true, data });
     },
   });
 }
 
-/** The portal's action that gives a branch its own webhook (an internal route). */
+/** The portal's action that gives a branch its own webhook (an internal route); it is live. */
 export function mountWebhookInternalRoutes(router: Router, deps: GatewayDeps): void {
   route(router, '/empresas/:id/sucursales/:sid/webhooks', {
     post: async (req, res) => {
       const body = validateWebhookCreate(req.body);
       const empresa = await requireCompany(deps.db, String(req.params.id));
       const sucursal = await requireBranch(deps.db, empresa.id, String(req.params.sid));
-      const data = await createWebhook(deps, { empresaId: empresa.id, sucursalId: sucursal.id }, body);
-      res.status(201).json({ success: true, data });
+      const data = await createWebhook(deps, { empresaId: empresa.id, sucursalId: sucursal.id, modo: 'live' }, body);
+      sendJson(res, 201, { success: true, data });
     },
   });
 }

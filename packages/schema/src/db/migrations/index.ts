@@ -4,6 +4,9 @@ import * as shipments from './20261122080100_shipments';
 import * as webhooks from './20261122080200_webhooks';
 import * as reconciliation from './20261123090000_reconciliation';
 import * as deliveryLog from './20261123100000_delivery_log';
+import * as resendRotation from './20261123120000_resend_rotation';
+import * as sandboxParity from './20261124090000_sandbox_parity';
+import * as retention from './20261125090000_retention';
 
 /** Every migration by its timestamped name; a static list so bundlers and test runners see them. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +15,7 @@ export const migrations: Record<string, Migration> = {
   '20261122080200_webhooks': webhooks,
   '20261123090000_reconciliation': reconciliation,
   '20261123100000_delivery_log': deliveryLog,
+  '20261123120000_resend_rotation': resendRotation,
+  '20261124090000_sandbox_parity': sandboxParity,
+  '20261125090000_retention': retention,
 };

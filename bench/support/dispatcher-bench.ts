@@ -1,0 +1,112 @@
+// What the dispatcher benchmarks share (bench/dispatcher, bench/retention): child processes spoken
+// to over IPC, synthetic shipment events, and the wait on the dispatcher's own delivery counter.
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Queue } from 'bullmq';
+import type pg from 'pg';
+import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/schema';
+
+const ROOT = join(__dirname, '..', '..');
+
+export const now = (): number => performance.timeOrigin + performance.now();
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---- child processes ------------------------------------------------------------------------------
+
+export function child(name: string, script: string, env: Record<string, string>, ipc: boolean, nodeArgs: string[] = []): ChildProcess {
+  const options = { cwd: ROOT, env: { ...process.env, ...env }, execArgv: [...nodeArgs, '--import', 'tsx'] };
+  const c = ipc
+    ? fork(script, [], { ...options, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
+    : spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script], { ...options, stdio: ['ignore', 'ignore', 'pipe'] });
+  c.stderr?.on('data', (b: Buffer) => process.stderr.write(`[${name}] ${b.toString()}`));
+  return c;
+}
+
+export function ask<T>(c: ChildProcess, msg: object, key: string): Promise<T> {
+  return new Promise((resolve) => {
+    const on = (m: Record<string, unknown>): void => {
+      if (key in m) {
+        c.off('message', on);
+        resolve(m as T);
+      }
+    };
+    c.on('message', on);
+    if (Object.keys(msg).length) c.send(msg);
+  });
+}
+
+// ---- events -----------------------------------------------------------------------------------
+
+export function eventJob(empresaId: string, i: number, committedAt: string): ShipmentEventJob {
+  return {
+    eventId: randomUUID(),
+    evento: 'GUIA_CREADA',
+    empresaId,
+    sucursalId: null,
+    data: { numeroGuia: `SVCBENCH${String(i).padStart(8, '0')}`, estado: 'CREADA' },
+    committedAt,
+    requestId: randomUUID(),
+  };
+}
+
+export async function addEvents(queue: Queue<ShipmentEventJob>, jobs: ShipmentEventJob[]): Promise<void> {
+  for (let i = 0; i < jobs.length; i += 1000) {
+    await queue.addBulk(bulkJobs(JOBS.shipmentEvent, jobs.slice(i, i + 1000)));
+  }
+}
+
+/** Deliveries the dispatchers at `metricsPorts` have counted finished (their /metrics), summed; a dispatcher that does not answer counts 0. */
+export async function deliveredCount(metricsPorts: readonly number[]): Promise<number> {
+  let n = 0;
+  for (const port of metricsPorts) {
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      for (const m of text.matchAll(/^svc_webhook_deliveries_total\{[^}]*\} (\d+)/gm)) n += Number(m[1]);
+    } catch {}
+  }
+  return n;
+}
+
+/**
+ * Waits until the dispatcher (or the dispatchers, summed) has counted `expected` finished
+ * deliveries (its counter moves only after a delivery's record has committed), reading its /metrics
+ * rather than polling Postgres, so the wait adds no load to what is measured. The caller checks the
+ * database afterwards.
+ */
+export async function waitDelivered(metricsPort: number | readonly number[], expected: number, timeoutMs: number, pollMs = 100): Promise<number> {
+  const ports = typeof metricsPort === 'number' ? [metricsPort] : metricsPort;
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const n = await deliveredCount(ports);
+    if (n >= expected) return now();
+    if (Date.now() > until) throw new Error(`only ${n} of ${expected} deliveries finished`);
+    await sleep(pollMs);
+  }
+}
+
+/**
+ * A verified company written straight into the bench database with `count` webhooks subscribed to
+ * everything, pointing at the bench receiver (`https://receiver.test:<port><path>`, with `/<i>`
+ * appended when there are several).
+ */
+export async function benchWebhooks(
+  db: Pick<pg.Client, 'query'>,
+  opts: { nombre: string; receiverPort: number; count?: number; path?: string },
+): Promise<{ empresaId: string; webhookIds: string[] }> {
+  const count = opts.count ?? 1;
+  const path = opts.path ?? '/hook';
+  const empresaId = (await db.query<{ id: string }>(`insert into empresas (nombre, verificada) values ($1, true) returning id`, [opts.nombre])).rows[0]!.id;
+  const webhookIds: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const url = `https://receiver.test:${opts.receiverPort}${path}${count > 1 ? `/${i}` : ''}`;
+    const w = await db.query<{ id: string }>(`insert into webhooks (empresa_id, url, secret, eventos) values ($1, $2, $3, '{}') returning id`, [
+      empresaId,
+      url,
+      `whsec_${randomBytes(32).toString('base64url')}`,
+    ]);
+    webhookIds.push(w.rows[0]!.id);
+  }
+  return { empresaId, webhookIds };
+}
