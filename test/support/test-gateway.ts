@@ -158,7 +158,8 @@ export async function startGatewayFixture(label: string, opts: GatewayFixtureOpt
         const cluster = TEST_REDIS_CLUSTER_NODES ? testRedisClient() : undefined;
         if (cluster) teardown.push(() => cluster.quit());
         const queue = new Queue<T>(name, { connection: cluster ?? { url: TEST_REDIS_URL }, prefix: testKeyPrefix(prefix) });
-        teardown.push(() => queue.close());
+        // Closed only after its Redis check (see startGateway): a queue closed mid-check crashes later.
+        teardown.push(() => queue.waitUntilReady().then(() => queue.close()));
         return queue;
       },
       onStop: (step) => teardown.push(step),

@@ -64,6 +64,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     });
     deliveryQueue.on('error', () => undefined);
     undo.push('delivery queue', () => deliveryQueue.close());
+    // A queue checks its Redis (INFO) after construction. Closing it before that check ends leaves
+    // the check to fail later on the quit client, where BullMQ reports it as an 'error' nobody
+    // hears any more (a crash at shutdown; seen on a cluster, whose retry delays the check). Started
+    // means checked.
+    await Promise.all([eventsQueue.waitUntilReady(), deliveryQueue.waitUntilReady()]);
 
     const tokenCache = new TokenCache(redis, subscriber, config.redisPrefix);
     await tokenCache.start();
