@@ -66,8 +66,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     undo.push('delivery queue', () => deliveryQueue.close());
     // A queue checks its Redis (INFO) after construction. Closing it before that check ends leaves
     // the check to fail later on the quit client, where BullMQ reports it as an 'error' nobody
-    // hears any more (a crash at shutdown; seen on a cluster, whose retry delays the check). Started
-    // means checked.
+    // hears any more (a crash at shutdown; seen on a cluster, whose retry delays the check; upstream:
+    // https://github.com/taskforcesh/bullmq/issues/3546, open). Started means checked.
     await Promise.all([eventsQueue.waitUntilReady(), deliveryQueue.waitUntilReady()]);
 
     const tokenCache = new TokenCache(redis, subscriber, config.redisPrefix);
