@@ -59,8 +59,6 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     const deliveryQueue = queueFor(JOBS.delivery, { connection: commands, prefix: config.redisPrefix });
     deliveryQueue.on('error', () => undefined);
     undo.push('queues', () => Promise.all([eventsQueue.close(), deliveryQueue.close()]));
-    // Checked before started: see the gateway's queues (a queue closed mid-check crashes at shutdown).
-    await Promise.all([eventsQueue.waitUntilReady(), deliveryQueue.waitUntilReady()]);
 
     const slots = createWebhookSlots({
       slots: config.concurrency,
