@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type pg from 'pg';
+import { eventually } from '../../../test/support/eventually';
 import type { Receiver } from '../../../test/support/https-receiver';
 import { createBatch, guia } from '../../../test/support/shipment-fixtures';
 import { bearer, createCompany, type TestGateway } from '../../../test/support/test-gateway';
@@ -80,7 +81,10 @@ describe('a dispatcher killed in the middle of a batch loses no delivery', () =>
 
     // Kill one process while deliveries are in flight on both.
     await receiver.waitFor(60, 10_000);
-    // Each success is a debug line ('delivery finished'), hence LOG_LEVEL debug above.
+    // Each success is a debug line ('delivery finished'), hence LOG_LEVEL debug above. The 60
+    // requests can all arrive within the receiver's 150 ms delay, before any has been answered:
+    // wait for the victim's first finished delivery rather than count on the burst's timing.
+    await eventually(async () => victim!.lines.some((l) => l.includes('"delivery finished"')), 10_000, "the victim's first finished delivery", 10);
     const victimFinished = victim!.lines.filter((l) => l.includes('"delivery finished"')).length;
     victim!.child.kill('SIGKILL');
     await victim!.exited;
