@@ -45,10 +45,10 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
 
     // Queue adds, counts and readiness must not hang while Redis is away; the workers must ride it out.
     const commands = await connectRedis(config, 'commands', undo, 'redis');
-    // One client per worker: its job scripts do not queue behind the other worker's on one
-    // connection. Bench (alternated pairs, same session): dispatcher CPU per delivery at 200/s
-    // 1.74 -> 1.47 ms and 1.61 -> 1.43 ms on the means, saturation better in 5 of 6 pairs
-    // (bench/README.md, "24 November 2026 morning").
+    // One client per worker rather than one shared: measured, not explained. Bench, alternated
+    // pairs: dispatcher CPU per delivery at 200/s 1.74 -> 1.47 ms and 1.61 -> 1.43 ms on the means,
+    // saturation better in 5 of 6 pairs, within the machine's run-to-run spread (bench/README.md,
+    // "24 November 2026 morning").
     const eventWorkerRedis = await connectRedis(config, 'blocking', undo, 'event worker redis');
     const deliveryWorkerRedis = await connectRedis(config, 'blocking', undo, 'delivery worker redis');
 
