@@ -45,8 +45,31 @@ export interface DeliveryProcessor {
    * queued as a delayed job at its turn (`deferred`); a failed attempt queues the next one, as a job's does.
    */
   attempt(d: DeliveryJob, untouched: boolean): Promise<DeliveryStep>;
+  /**
+   * The first attempt of a delivery that has no row yet (the fan-out records it afterwards, with
+   * this outcome): sent, or deferred when its webhook has no free slot.
+   */
+  sendFirst(d: DeliveryJob, target: WebhookTarget): Promise<FirstAttempt>;
+  /**
+   * After the fan-out's record of a first attempt: its metrics, its log line and its next
+   * attempt's job, as after a job's attempt. `recorded` false: another run recorded that delivery
+   * first; its outcome stands.
+   */
+  settleFirst(d: DeliveryJob, first: FirstAttempt, recorded: boolean): Promise<DeliveryStep>;
+  /** Runs a write of made attempts until it succeeds, waiting out a Postgres outage (not once stopping). */
+  untilWritten<T>(write: () => Promise<T>, context: Record<string, unknown>): Promise<T>;
   drain(): Promise<void>;
 }
+
+/** An attempt made: its record and when it ended. */
+export interface SentAttempt {
+  record: AttemptRecord;
+  outcome: AttemptOutcome;
+  endedAt: number;
+}
+
+/** What `sendFirst` did: sent, or deferred until its webhook's turn. */
+export type FirstAttempt = { sent: SentAttempt } | { deferredUntil: number };
 
 export interface DeliveryProcessorOptions {
   /** Waits between tries to record an attempt while Postgres is away. Default 250 ms doubling to 5 s. */
@@ -160,19 +183,22 @@ export function createDeliveryProcessor(
     }
   }
 
-  /** Records a made attempt, waiting out a Postgres outage: the send happened, its record must follow. */
-  async function record(attempt: AttemptRecord, d: DeliveryJob): Promise<boolean> {
+  /** Runs a write of made attempts, waiting out a Postgres outage: the sends happened, their record must follow. */
+  async function untilWritten<T>(write: () => Promise<T>, context: Record<string, unknown>): Promise<T> {
     for (let wait = recordRetry.first; ; wait = Math.min(wait * 2, recordRetry.max)) {
       try {
-        return await recorder.submit(attempt);
+        return await write();
       } catch (err) {
         // Stopping: leave it to the reconciler, which sends it again (same webhookId).
         if (closing) throw err;
-        logger.warn({ deliveryId: d.deliveryId, attempt: attempt.attempt, err: (err as Error).message }, 'attempt not recorded yet; retrying');
+        logger.warn({ ...context, err: (err as Error).message }, 'attempt not recorded yet; retrying');
         await sleep(wait);
       }
     }
   }
+
+  const record = (attempt: AttemptRecord, d: DeliveryJob): Promise<boolean> =>
+    untilWritten(() => recorder.submit(attempt), { deliveryId: d.deliveryId, attempt: attempt.attempt });
 
   const finished = (d: DeliveryJob, outcome: 'success' | 'failure', fields: Record<string, unknown>): void => {
     metrics.deliveries.inc({ evento: d.evento, outcome });
@@ -213,8 +239,18 @@ export function createDeliveryProcessor(
       return 'failure';
     }
 
+    const sent = await send(d, target);
+    if (!('record' in sent)) return defer(d, sent);
+    const changed = await record(sent.record, d);
+    // Not changed: another run recorded this attempt meanwhile; its outcome stands.
+    if (!changed) return 'duplicate';
+    return settle(d, sent);
+  }
+
+  /** Sends attempt `d.attempt` if its webhook has a free slot: the outcome, ready to record. */
+  async function send(d: DeliveryJob, target: WebhookTarget): Promise<SentAttempt | Wait> {
     const admission = await slots.acquire(d.webhookId);
-    if (!('slot' in admission)) return defer(d, admission);
+    if (!('slot' in admission)) return admission;
     const { slot } = admission;
     const outcome: AttemptOutcome = await attemptDelivery(sender, {
       url: target.url,
@@ -242,8 +278,10 @@ export function createDeliveryProcessor(
     const last = outcome.ok || d.attempt >= DELIVERY_MAX_ATTEMPTS;
     const estado: DeliveryState = outcome.ok ? 'exitosa' : last ? 'fallida' : 'pendiente';
     const nextAt = last ? null : new Date(endedAt + retryDelayMs(d.attempt));
-    const changed = await record(
-      {
+    return {
+      outcome,
+      endedAt,
+      record: {
         id: d.deliveryId,
         attempt: d.attempt,
         statusCode: outcome.statusCode,
@@ -255,11 +293,11 @@ export function createDeliveryProcessor(
         message: outcome.message,
         response: outcome.response,
       },
-      d,
-    );
-    // Not changed: another run recorded this attempt meanwhile; its outcome stands.
-    if (!changed) return 'duplicate';
+    };
+  }
 
+  /** After a made attempt's record: its metrics and log line, and the next attempt's job. */
+  async function settle(d: DeliveryJob, { outcome, endedAt, record: { nextAt } }: SentAttempt): Promise<DeliveryStep> {
     const fields = {
       intentos: d.attempt,
       statusCode: outcome.statusCode,
@@ -272,18 +310,32 @@ export function createDeliveryProcessor(
       finished(d, 'success', fields);
       return 'success';
     }
-    if (last) {
+    if (nextAt === null) {
       finished(d, 'failure', fields);
       return 'failure';
     }
     logger.debug({ deliveryId: d.deliveryId, webhookId: d.webhookId, requestId: d.requestId, ...fields }, 'attempt failed; will retry');
-    await queueAttempt({ ...d, attempt: d.attempt + 1 }, nextAt!.getTime());
+    await queueAttempt({ ...d, attempt: d.attempt + 1 }, nextAt.getTime());
     return 'retry';
   }
 
   return {
     process,
     attempt: (d, untouched) => deliver(d, untouched, queueLater),
+    async sendFirst(d, target) {
+      const sent = await send(d, target);
+      if ('record' in sent) return { sent };
+      metrics.deferrals.inc({ reason: sent.reason });
+      return { deferredUntil: sent.deferUntil };
+    },
+    async settleFirst(d, first, recorded) {
+      if (!recorded) return 'duplicate';
+      if ('sent' in first) return settle(d, first.sent);
+      // Recorded with its due time: a delayed job until its webhook's turn.
+      await queueAttempt(d, first.deferredUntil);
+      return 'deferred';
+    },
+    untilWritten,
     async drain() {
       closing = true;
       await Promise.all([webhooks.drain(), progress.drain(), postponer.drain()]);

@@ -1,9 +1,10 @@
 import type { Job, Queue } from 'bullmq';
+import { v5 as uuidv5 } from 'uuid';
 import { bulkJobs, deliveryJobOf, JOBS, validPayload, type Db, type DeliveryJob, type ShipmentEventJob } from '@svc/schema';
 import { createMicroBatcher } from '../support/micro-batch';
-import { insertDeliveries, type PendingDelivery } from '../deliveries/delivery.repository';
-import type { DeliveryProcessor } from '../deliveries/delivery.worker';
-import { subscribedWebhooks } from '../webhooks/webhook.repository';
+import { findRoutedDeliveries, insertNewDeliveries, type NewDelivery, type RoutedDelivery } from '../deliveries/delivery.repository';
+import type { DeliveryProcessor, DeliveryStep, FirstAttempt } from '../deliveries/delivery.worker';
+import { routedWebhooks, targetOf, type WebhookRow } from '../webhooks/webhook.repository';
 import { markFannedOut } from '../events/event.repository';
 
 export interface FanOut {
@@ -12,67 +13,134 @@ export interface FanOut {
   drain(): Promise<void>;
 }
 
+/** The namespace of delivery ids (a fixed random UUID): ids are name-based on it, see `deliveryIdOf`. */
+const DELIVERY_ID_NAMESPACE = '5f0c7e52-8f43-4a8e-9d53-2b7f1c1e6a90';
+
 /**
- * How long a delivery the fan-out creates stays due later than now: its first attempt is made at
- * once, in the event's job, and is recorded well within this (the sender's hard deadline is 5 s),
- * so the reconciler does not queue it again while it is in flight. A crash leaves it overdue after
- * this (and the event's job runs again after the lock duration anyway).
+ * The id of an event's original delivery to a webhook (the payload's `webhookId`, `X-Request-Id`):
+ * a name-based UUID (RFC 4122 version 5) of the pair, so that a run which sent a first attempt and
+ * crashed before recording it sends again under the same id, as the contract allows.
  */
-export const FIRST_ATTEMPT_LEASE_MS = 10_000;
+export const deliveryIdOf = (eventId: string, webhookId: string): string => uuidv5(`${eventId}/${webhookId}`, DELIVERY_ID_NAMESPACE);
+
+/** A batch of new deliveries to record, and the event to mark fanned out with them (null: not yet). */
+interface FanOutRecord {
+  rows: NewDelivery[];
+  eventId: string | null;
+}
 
 /**
  * Turns each event into one delivery per routed, subscribed, active webhook of the event's mode,
- * and makes each delivery's first attempt itself: one queue hop per delivery. (Issue 16: the
+ * making each delivery's first attempt itself: one queue hop per delivery. (Issue 16: the
  * alternative, the gateway's relay fanning out, would put the webhooks' reads and the deliveries'
  * rows on the gateway, which scales with the API, and would queue one job per webhook instead of
  * one per event; here an event's job carries all its webhooks' first attempts, and only retries and
  * deferrals go through the deliveries queue.)
  *
- * A delivery is a row in `entregas` (unique per event and webhook, so a re-run finds the same
- * rows), recorded in the statement that marks the event fanned out. Events taken together are
- * handled in one batch: one statement. A failure to record fails the batch's jobs, and BullMQ
- * retries them; a re-run finds its rows (not fresh), reads where each stands and sends only what
- * was not made. A delivery already past its first attempt (a re-run after its retry was queued)
- * has its job queued again under the same job id, a no-op while Redis still holds it.
+ * Send first, then record: one read finds where the event goes (and what an earlier run of it
+ * recorded), the first attempts are made, and one insert writes each new delivery as it then
+ * stands, with its attempt, in the statement that marks the event fanned out. A successful first
+ * attempt so costs one insert and no update (issue 16: insert then update left a dead row and a
+ * second set of index entries per delivery, the larger part of Postgres's work per delivery).
+ * Nothing is lost in between: until that statement commits the event is not fanned out, so a crash
+ * leaves its job to run again (BullMQ's stalled-job check) or, if Redis lost it, the reconciler
+ * queues it again from `outbox`; the run sends again under the same name-based id. Events taken
+ * together are read and recorded in one statement each. A second run finds the first one's rows
+ * and sends only what was not made: a delivery waiting for a retry has its job queued again under
+ * the same job id (a no-op while Redis still holds it).
  */
 export function createFanOut(deps: {
   db: Db;
-  deliveries: Pick<DeliveryProcessor, 'attempt'>;
+  deliveries: Pick<DeliveryProcessor, 'attempt' | 'sendFirst' | 'settleFirst' | 'untilWritten'>;
   deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk'>;
 }): FanOut {
   const { db, deliveries, deliveryQueue } = deps;
 
-  const batcher = createMicroBatcher<ShipmentEventJob, PendingDelivery[]>(
+  const router = createMicroBatcher<ShipmentEventJob, RoutedDelivery<WebhookRow>[]>(
     async (events) => {
       // A stalled job can be run twice at once; one entry per event is enough.
       const byId = new Map(events.map((e) => [e.eventId, e]));
       // An event queued before events carried a mode is live: only live shipments emitted then.
-      const routable = [...byId.values()].map((e) => ({ ...e, numeroGuia: e.data.numeroGuia, mode: e.mode ?? 'live' }));
-      const pending = await insertDeliveries(db, subscribedWebhooks(routable), markFannedOut([...byId.keys()]), FIRST_ATTEMPT_LEASE_MS);
-      const perEvent = new Map<string, PendingDelivery[]>();
-      for (const p of pending) {
-        const list = perEvent.get(p.eventId);
-        if (list) list.push(p);
-        else perEvent.set(p.eventId, [p]);
+      const routable = [...byId.values()].map((e) => ({ ...e, mode: e.mode ?? 'live' }));
+      const routes = await findRoutedDeliveries(db, routedWebhooks(routable));
+      const perEvent = new Map<string, RoutedDelivery<WebhookRow>[]>();
+      for (const r of routes) {
+        const list = perEvent.get(r.eventId);
+        if (list) list.push(r);
+        else perEvent.set(r.eventId, [r]);
       }
       return events.map((e) => perEvent.get(e.eventId) ?? []);
     },
     { maxBatch: 200, maxInFlight: 2 },
   );
 
+  const recorder = createMicroBatcher<FanOutRecord, Set<string>>(
+    async (records) => {
+      const eventIds = [...new Set(records.flatMap((r) => (r.eventId === null ? [] : [r.eventId])))];
+      const inserted = await insertNewDeliveries(db, records.flatMap((r) => r.rows), markFannedOut(eventIds));
+      return records.map(() => inserted);
+    },
+    { maxBatch: 200, maxInFlight: 2 },
+  );
+
+  const newDelivery = (d: DeliveryJob, numeroGuia: string, first: FirstAttempt): NewDelivery => ({
+    id: d.deliveryId,
+    webhookId: d.webhookId,
+    eventId: d.eventId,
+    evento: d.evento,
+    numeroGuia,
+    attempt: 'sent' in first ? first.sent.record : null,
+    nextAt: 'sent' in first ? first.sent.record.nextAt : new Date(first.deferredUntil),
+  });
 
   async function process(job: Job<unknown>): Promise<number> {
     const event = validPayload(JOBS.shipmentEvent, job);
-    const pending = await batcher.submit(event);
-    const later = pending.filter((p) => p.attempt > 1).map((p) => deliveryJobOf(event, p));
-    if (later.length > 0) await deliveryQueue.addBulk(bulkJobs(JOBS.delivery, later));
-    // Every first attempt runs to its end before the job does: one failing (Postgres away) must
-    // not end the job while the others are still sending.
-    const made = await Promise.allSettled(pending.filter((p) => p.attempt === 1).map((p) => deliveries.attempt(deliveryJobOf(event, p), p.fresh)));
-    const failed = made.find((m): m is PromiseRejectedResult => m.status === 'rejected');
+    const routes = await router.submit(event);
+
+    const fresh: Array<{ d: DeliveryJob; route: RoutedDelivery<WebhookRow> }> = [];
+    const retries: DeliveryJob[] = [];
+    const unsent: DeliveryJob[] = [];
+    for (const route of routes) {
+      const { webhook, existing } = route;
+      if (existing === null) fresh.push({ d: deliveryJobOf(event, { deliveryId: deliveryIdOf(event.eventId, webhook.id), attempt: 1, webhookId: webhook.id }), route });
+      else if (existing.estado !== 'pendiente') continue;
+      // Past its first attempt: its retry's job, again (a no-op while Redis holds it).
+      else if (existing.intentos > 0) retries.push(deliveryJobOf(event, { deliveryId: existing.id, attempt: existing.intentos + 1, webhookId: webhook.id }));
+      // Recorded before its first attempt (deferred, or by an earlier version): sent as a job would.
+      else unsent.push(deliveryJobOf(event, { deliveryId: existing.id, attempt: 1, webhookId: webhook.id }));
+    }
+    if (retries.length > 0) await deliveryQueue.addBulk(bulkJobs(JOBS.delivery, retries));
+
+    // Every attempt runs to its end before the job does: one failing must not end the job while
+    // the others are still sending.
+    const [firsts, others] = await Promise.all([
+      Promise.allSettled(fresh.map(({ d, route }) => deliveries.sendFirst(d, targetOf(route.webhook)))),
+      Promise.allSettled(unsent.map((d) => deliveries.attempt(d, false))),
+    ]);
+    const made = fresh.flatMap(({ d }, i) => {
+      const first = firsts[i];
+      return first?.status === 'fulfilled' ? [{ d, first: first.value }] : [];
+    });
+    // An event is fanned out once every delivery it owes is recorded: if a first attempt threw,
+    // the event stays owed and its job's next run (or the reconciler) makes that one.
+    const complete = made.length === fresh.length;
+    const numeroGuia = event.data.numeroGuia;
+    const inserted = await deliveries.untilWritten(
+      () => recorder.submit({ rows: made.map(({ d, first }) => newDelivery(d, numeroGuia, first)), eventId: complete ? event.eventId : null }),
+      { eventId: event.eventId, deliveries: made.length },
+    );
+    const settled = await Promise.allSettled(made.map(({ d, first }): Promise<DeliveryStep> => deliveries.settleFirst(d, first, inserted.has(d.deliveryId))));
+
+    const failed = [...firsts, ...others, ...settled].find((m): m is PromiseRejectedResult => m.status === 'rejected');
     if (failed) throw failed.reason;
-    return pending.length;
+    return routes.length;
   }
 
-  return { process, drain: () => batcher.drain() };
+  return {
+    process,
+    async drain() {
+      await router.drain();
+      await recorder.drain();
+    },
+  };
 }

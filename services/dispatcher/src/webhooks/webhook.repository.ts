@@ -9,15 +9,13 @@ export interface RoutableEvent {
   empresaId: string;
   /** The branch that generated the event, or null for the company. */
   sucursalId: string | null;
-  /** The event's shipment. */
-  numeroGuia: string;
   /** The mode of the event's shipment: only webhooks of this mode receive it. */
   mode: Modo;
 }
 
 /**
- * The rows `(event_id uuid, evento text, numero_guia text, webhook_id uuid)`: each event with every active webhook it
- * goes to, as a fragment for the statement that records the deliveries (one round trip per batch).
+ * The rows `(event_id uuid, ...WebhookRow)`: each event of a batch with every active webhook it
+ * goes to and that webhook's target, as a fragment for the fan-out's read (one round trip per batch).
  *
  * Routing: an event reaches webhooks of its own mode only (a sandbox shipment's, test webhooks; a
  * live one's, live webhooks). Within the mode, an event of the company reaches the webhooks with no
@@ -25,23 +23,28 @@ export interface RoutableEvent {
  * matches, so a company event skips branch webhooks). Subscription: an empty `eventos` takes every
  * event.
  */
-export function subscribedWebhooks(events: readonly RoutableEvent[]): RawBuilder<unknown> {
+export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<WebhookRow & { event_id: string }> {
   return sql`
-    select ev.event_id, ev.evento, ev.numero_guia, w.id as webhook_id
+    select ev.event_id, w.*
     from unnest(
       ${sql.val(events.map((e) => e.eventId))}::uuid[],
       ${sql.val(events.map((e) => e.evento))}::text[],
-      ${sql.val(events.map((e) => e.numeroGuia))}::text[],
       ${sql.val(events.map((e) => e.empresaId))}::uuid[],
       ${sql.val(events.map((e) => e.sucursalId))}::uuid[],
       ${sql.val(events.map((e) => e.mode))}::text[]
-    ) as ev(event_id, evento, numero_guia, empresa_id, sucursal_id, modo)
-    join webhooks w
-      on w.empresa_id = ev.empresa_id
-     and w.modo = ev.modo
-     and w.activo
-     and (w.sucursal_id is null or w.sucursal_id = ev.sucursal_id)
-     and (cardinality(w.eventos) = 0 or ev.evento = any(w.eventos))`;
+    ) as ev(event_id, evento, empresa_id, sucursal_id, modo)
+    cross join lateral (
+      select w.id, w.url, w.secret, w.secreto_anterior, w.secreto_anterior_expira_en, w.activo, w.modo
+      from webhooks w
+      where w.empresa_id = ev.empresa_id
+        and w.modo = ev.modo
+        and w.activo
+        and (w.sucursal_id is null or w.sucursal_id = ev.sucursal_id)
+        and (cardinality(w.eventos) = 0 or ev.evento = any(w.eventos))
+      -- Not flattened: the statement's generic plan outlives the statistics it was made with, and
+      -- each event must stay one probe of webhooks_routing_idx however many webhooks there are.
+      offset 0
+    ) w`;
 }
 
 export interface WebhookTarget {
@@ -59,6 +62,27 @@ export interface WebhookTarget {
   modo: Modo;
 }
 
+/** A webhook's columns that make its target. */
+export interface WebhookRow {
+  id: string;
+  url: string;
+  secret: string;
+  secreto_anterior: string | null;
+  secreto_anterior_expira_en: Date | null;
+  activo: boolean;
+  modo: Modo;
+}
+
+export const targetOf = (r: WebhookRow): WebhookTarget => ({
+  id: r.id,
+  url: r.url,
+  secret: r.secret,
+  previousSecret:
+    r.secreto_anterior !== null && r.secreto_anterior_expira_en !== null ? { secret: r.secreto_anterior, expiresAt: r.secreto_anterior_expira_en } : null,
+  activo: r.activo,
+  modo: r.modo,
+});
+
 /** The targets of a batch of webhooks, in one query; unknown ids are simply absent. */
 export async function findWebhookTargets(db: Db, ids: readonly string[]): Promise<Map<string, WebhookTarget>> {
   if (ids.length === 0) return new Map();
@@ -67,20 +91,5 @@ export async function findWebhookTargets(db: Db, ids: readonly string[]): Promis
     .select(['id', 'url', 'secret', 'secreto_anterior', 'secreto_anterior_expira_en', 'activo', 'modo'])
     .where('id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
     .execute();
-  return new Map(
-    rows.map((r) => [
-      r.id,
-      {
-        id: r.id,
-        url: r.url,
-        secret: r.secret,
-        previousSecret:
-          r.secreto_anterior !== null && r.secreto_anterior_expira_en !== null
-            ? { secret: r.secreto_anterior, expiresAt: r.secreto_anterior_expira_en }
-            : null,
-        activo: r.activo,
-        modo: r.modo,
-      },
-    ]),
-  );
+  return new Map(rows.map((r) => [r.id, targetOf(r)]));
 }
