@@ -85,17 +85,21 @@ describe('the delivery log (GET /api/v1/webhooks/{id}/entregas[/{entregaId}])', 
     expect(Object.keys(detail.body.data.entregas[0]).sort()).toEqual(['createdAt', 'evento', 'exitoso', 'id', 'intentos', 'statusCode', 'ultimoIntentoEn']);
   }, 30_000);
 
-  it('lists a delivery whose first attempt is still in flight as pendiente, with no attempts', async () => {
+  it('lists a delivery once its first attempt has ended: sent first, then recorded with that attempt', async () => {
     await dispatching();
-    fx.receiver.respond('/hang', { hang: true });
-    const hung = await fx.gw.http.post('/api/v1/webhooks').set('Authorization', bearer(c.live)).send({ url: fx.receiver.url('/hang'), eventos: ['GUIA_ANULADA'] });
-    const id = hung.body.data.id as string;
+    fx.receiver.respond('/slow', { status: 200, delayMs: 1500 });
+    const slow = await fx.gw.http.post('/api/v1/webhooks').set('Authorization', bearer(c.live)).send({ url: fx.receiver.url('/slow'), eventos: ['GUIA_ANULADA'] });
+    const id = slow.body.data.id as string;
     const created = await createBatch(fx.gw, c.live, [guia(9)]);
     const numeroGuia = created.body.data.guias[0].numeroGuia as string;
     expect((await fx.gw.admin('post', `/guias/${numeroGuia}/eventos`, { evento: 'GUIA_ANULADA' })).status).toBe(200);
-    await fx.receiver.waitFor(1, 5_000, '/hang');
+    await fx.receiver.waitFor(1, 5_000, '/slow');
+    // In flight: the delivery is written with its first attempt's outcome, in one insert (issue 16).
+    expect((await log(id)).entregas).toEqual([]);
+    await eventually(async () => (await log(id)).entregas.length === 1, 5_000, 'listed once answered');
     const [d] = (await log(id)).entregas;
-    expect(d).toMatchObject({ evento: 'GUIA_ANULADA', estado: 'pendiente', exitoso: false, intentos: 0, ultimoIntentoEn: null, numeroGuia, intentosDetalle: [] });
+    expect(d).toMatchObject({ evento: 'GUIA_ANULADA', estado: 'exitosa', exitoso: true, intentos: 1, statusCode: 200, numeroGuia });
+    expect(d!.intentosDetalle).toHaveLength(1);
   }, 15_000);
 
   it.each([
