@@ -39,12 +39,12 @@ export interface DeliveryProcessor {
    */
   process(job: Job<unknown>, token?: string): Promise<DeliveryStep>;
   /**
-   * One attempt of a delivery that has no job of its own: the first attempt, made by the fan-out
-   * in its event's job. `untouched`: the fan-out has just created the delivery, so nothing else can
-   * have sent it and its progress need not be read. A webhook with no free slot gets the delivery
-   * queued as a delayed job at its turn (`deferred`); a failed attempt queues the next one, as a job's does.
+   * The first attempt of a recorded delivery that has no job of its own: one a re-run of its event
+   * finds unsent (recorded deferred, or before first attempts were sent before their record). Its
+   * progress is read first, as a job's is. A webhook with no free slot gets the delivery queued as
+   * a delayed job at its turn (`deferred`); a failed attempt queues the next one, as a job's does.
    */
-  attempt(d: DeliveryJob, untouched: boolean): Promise<DeliveryStep>;
+  attempt(d: DeliveryJob): Promise<DeliveryStep>;
   /**
    * The first attempt of a delivery that has no row yet (the fan-out records it afterwards, with
    * this outcome): sent, or deferred when its webhook has no free slot.
@@ -321,7 +321,7 @@ export function createDeliveryProcessor(
 
   return {
     process,
-    attempt: (d, untouched) => deliver(d, untouched, queueLater),
+    attempt: (d) => deliver(d, false, queueLater),
     async sendFirst(d, target) {
       const sent = await send(d, target);
       if ('record' in sent) return { sent };

@@ -115,7 +115,7 @@ export function createFanOut(deps: {
     // the others are still sending.
     const [firsts, others] = await Promise.all([
       Promise.allSettled(fresh.map(({ d, route }) => deliveries.sendFirst(d, targetOf(route.webhook)))),
-      Promise.allSettled(unsent.map((d) => deliveries.attempt(d, false))),
+      Promise.allSettled(unsent.map((d) => deliveries.attempt(d))),
     ]);
     const made = fresh.flatMap(({ d }, i) => {
       const first = firsts[i];
