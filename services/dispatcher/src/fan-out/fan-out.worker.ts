@@ -41,7 +41,8 @@ interface FanOutRecord {
  * recorded), the first attempts are made, and one insert writes each new delivery as it then
  * stands, with its attempt, in the statement that marks the event fanned out. A successful first
  * attempt so costs one insert and no update (issue 16: insert then update left a dead row and a
- * second set of index entries per delivery, the larger part of Postgres's work per delivery).
+ * second set of index entries per delivery; Postgres's CPU per delivery went from 0.16-0.18 to
+ * 0.08-0.09 ms at saturation and from 1.6-2.2 to 0.6-0.65 ms at 200/s, bench/README.md).
  * Nothing is lost in between: until that statement commits the event is not fanned out, so a crash
  * leaves its job to run again (BullMQ's stalled-job check) or, if Redis lost it, the reconciler
  * queues it again from `outbox`; the run sends again under the same name-based id. Events taken
