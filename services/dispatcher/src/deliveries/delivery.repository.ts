@@ -95,8 +95,10 @@ export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], 
       insert into entregas (id, webhook_id, evento_id, evento, numero_guia, estado, exitoso, status_code, intentos, ultimo_intento_en, proximo_intento_en)
       select v.id, v.webhook_id, v.evento_id, v.evento, v.numero_guia, v.estado, v.estado = 'exitosa', v.status_code, v.intentos, v.at, v.next_at
       from v
-      -- A webhook deleted since the routes were read gets no row (its foreign key would fail the batch).
-      where exists (select 1 from webhooks w where w.id = v.webhook_id)
+      -- A webhook deleted since the routes were read gets no row (its foreign key would fail the
+      -- batch). A lateral that is not flattened: a plain semi-join planned on a few webhooks kept
+      -- hashing a sequential scan of them (test/fan-out-plans.test.ts).
+      cross join lateral (select 1 from webhooks w where w.id = v.webhook_id offset 0) w
       on conflict do nothing
       returning id
     ), a as (

@@ -4,7 +4,7 @@ import { bulkJobs, deliveryJobOf, JOBS, validPayload, type Db, type DeliveryJob,
 import { createMicroBatcher } from '../support/micro-batch';
 import { findRoutedDeliveries, insertNewDeliveries, type NewDelivery, type RoutedDelivery } from '../deliveries/delivery.repository';
 import type { DeliveryProcessor, DeliveryStep, FirstAttempt } from '../deliveries/delivery.worker';
-import { routedWebhooks, targetOf, type WebhookRow } from '../webhooks/webhook.repository';
+import { routedWebhooks, targetOf, type WebhookRow, type WebhookTarget } from '../webhooks/webhook.repository';
 import { markFannedOut } from '../events/event.repository';
 
 export interface FanOut {
@@ -98,12 +98,11 @@ export function createFanOut(deps: {
     const event = validPayload(JOBS.shipmentEvent, job);
     const routes = await router.submit(event);
 
-    const fresh: Array<{ d: DeliveryJob; route: RoutedDelivery<WebhookRow> }> = [];
+    const fresh: Array<{ d: DeliveryJob; target: WebhookTarget }> = [];
     const retries: DeliveryJob[] = [];
     const unsent: DeliveryJob[] = [];
-    for (const route of routes) {
-      const { webhook, existing } = route;
-      if (existing === null) fresh.push({ d: deliveryJobOf(event, { deliveryId: deliveryIdOf(event.eventId, webhook.id), attempt: 1, webhookId: webhook.id }), route });
+    for (const { webhook, existing } of routes) {
+      if (existing === null) fresh.push({ d: deliveryJobOf(event, { deliveryId: deliveryIdOf(event.eventId, webhook.id), attempt: 1, webhookId: webhook.id }), target: targetOf(webhook) });
       else if (existing.estado !== 'pendiente') continue;
       // Past its first attempt: its retry's job, again (a no-op while Redis holds it).
       else if (existing.intentos > 0) retries.push(deliveryJobOf(event, { deliveryId: existing.id, attempt: existing.intentos + 1, webhookId: webhook.id }));
@@ -115,7 +114,7 @@ export function createFanOut(deps: {
     // Every attempt runs to its end before the job does: one failing must not end the job while
     // the others are still sending.
     const [firsts, others] = await Promise.all([
-      Promise.allSettled(fresh.map(({ d, route }) => deliveries.sendFirst(d, targetOf(route.webhook)))),
+      Promise.allSettled(fresh.map(({ d, target }) => deliveries.sendFirst(d, target))),
       Promise.allSettled(unsent.map((d) => deliveries.attempt(d))),
     ]);
     const made = fresh.flatMap(({ d }, i) => {
