@@ -6,6 +6,8 @@
 //  3. paced: for each rate of BENCH_PACED_RATES (200,500 events/s), events committed (an outbox
 //     row, then queued, as the gateway's relay does) at that rate for BENCH_PACED_SECONDS;
 //     commit → receipt at the receiver, and the latency of each hop from the event job's times.
+//     Right before each, the no-op worker takes jobs added one at a time at the same rate: its CPU
+//     per job is the baseline the dispatcher's CPU per delivery is divided by.
 // For each dispatcher phase: CPU per delivery, Redis commands and BullMQ scripts per delivery and
 // the commands called most; at the end a summary and the targets of issue 16.
 // Method, what each figure includes, and figures: bench/README.md (dispatcher section).
@@ -37,9 +39,17 @@ const PACED_RATES = (process.env.BENCH_PACED_RATES ?? '200,500').split(',').map(
 const PACED_SECONDS = Number(process.env.BENCH_PACED_SECONDS ?? 15);
 /** Dispatcher CPU ms per delivery at 200/s of the code before issue 16, to compare with (target: at most half). */
 const REF_CPU_200 = process.env.BENCH_REF_CPU_200 ? Number(process.env.BENCH_REF_CPU_200) : undefined;
+/**
+ * The same, as a multiple of the paced no-op worker's CPU per job at 200/s in its own run: the
+ * code before issue 16 measured with this script. Preferred to BENCH_REF_CPU_200 when both are set:
+ * on this kind of machine every process's CPU per delivery at a paced rate moves up and down
+ * together by a third from one run to the next (bench/README.md), and the ratio cancels it.
+ */
+const REF_RATIO_200 = process.env.BENCH_REF_RATIO_200 ? Number(process.env.BENCH_REF_RATIO_200) : undefined;
 const RECEIVER_PORT = Number(process.env.BENCH_RECEIVER_PORT ?? 3943);
 const METRICS_PORT = Number(process.env.BENCH_METRICS_PORT ?? 3944);
 const NOOP_QUEUE = 'bench-noop';
+const NOOP_PACED_QUEUE = 'bench-noop-paced';
 /** Connections the paced phases commit their outbox rows on (a late commit does not hold up the next). */
 const PACER_CONNECTIONS = 16;
 /** BullMQ keeps this many completed event jobs (and their times); older ones are removed. */
@@ -198,6 +208,76 @@ async function baseline(b: Bench, webhookId: string): Promise<number> {
   return rate;
 }
 
+/** The no-op worker (noop-worker.ts) kept running for the paced baselines, and the jobs it has finished so far. */
+interface PacedNoop {
+  worker: ChildProcess;
+  queue: Queue;
+  finished: number;
+}
+
+const noopJob = (webhookId: string, payload: ShipmentEventJob) => ({
+  name: 'noop',
+  data: { ...payload, deliveryId: randomUUID(), webhookId },
+  opts: { removeOnComplete: JOBS.delivery.options.removeOnComplete },
+});
+
+/** Waits until the paced no-op worker has finished `expected` jobs in all. */
+async function waitNoop(noop: PacedNoop, expected: number, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const { count } = await ask<{ count: number }>(noop.worker, { cmd: 'count' }, 'count');
+    if (count >= expected) return;
+    if (Date.now() > until) throw new Error(`the paced no-op worker finished ${count} of ${expected} jobs`);
+    await sleep(20);
+  }
+}
+
+/** Starts the paced no-op worker and warms it up (JIT, connections) with WARMUP_EVENTS jobs. */
+async function startPacedNoop(b: Bench, webhookId: string): Promise<PacedNoop> {
+  const queue = new Queue(NOOP_PACED_QUEUE, { connection: b.redis, prefix: PREFIX });
+  const worker = child('noop-worker', 'bench/dispatcher/noop-worker.ts', {
+    REDIS_URL,
+    REDIS_PREFIX: PREFIX,
+    NOOP_QUEUE: NOOP_PACED_QUEUE,
+    NOOP_CONCURRENCY: String(CONCURRENCY),
+  }, true);
+  const payload = eventJob(b.empresaId, 0, new Date().toISOString());
+  await queue.addBulk(Array.from({ length: WARMUP_EVENTS }, () => noopJob(webhookId, payload)));
+  const noop = { worker, queue, finished: WARMUP_EVENTS };
+  await waitNoop(noop, noop.finished, 60_000);
+  return noop;
+}
+
+/**
+ * The no-op worker's CPU per job, jobs added one at a time at `rate` for PACED_SECONDS as the paced
+ * phase adds its events: what any BullMQ consumer costs per job at that rate on this machine, now.
+ */
+async function pacedNoopPhase(b: Bench, noop: PacedNoop, webhookId: string, rate: number): Promise<number> {
+  const jobs = Math.round(rate * PACED_SECONDS);
+  const payload = eventJob(b.empresaId, 0, new Date().toISOString());
+  const cpu = cpuMeter({ worker: noop.worker.pid! });
+  const adds: Array<Promise<unknown>> = [];
+  const t0 = now();
+  for (let i = 0; i < jobs; ) {
+    const due = Math.min(jobs, Math.floor(((now() - t0) * rate) / 1000) + 1);
+    for (; i < due; i++) adds.push(noop.queue.addBulk([noopJob(webhookId, payload)]));
+    if (i < jobs) await sleep(t0 + (i * 1000) / rate - now());
+  }
+  await Promise.all(adds);
+  noop.finished += jobs;
+  await waitNoop(noop, noop.finished, 60_000);
+  const used = cpu();
+  const perJob = ((used.used.worker ?? NaN) * 1000) / jobs;
+  console.log(`  no-op BullMQ worker paced ${rate}/s (jobs added one at a time, as the events below): ${perJob.toFixed(3)} CPU ms per job`);
+  return perJob;
+}
+
+async function stopPacedNoop(noop: PacedNoop): Promise<void> {
+  noop.worker.send({ cmd: 'exit' });
+  await stopChild(noop.worker);
+  await noop.queue.close();
+}
+
 interface Saturation {
   rate: number;
   load: Load;
@@ -301,6 +381,8 @@ async function waitEventsFinished(b: Bench, timeoutMs: number): Promise<void> {
 
 interface Paced {
   rate: number;
+  /** The paced no-op worker's CPU ms per job at this rate, measured right before. */
+  noopCpu: number;
   p50?: number;
   p99?: number;
   max?: number;
@@ -312,7 +394,7 @@ interface Paced {
  * outside the measured load: the receipts (the receiver's clock), the deliveries' events
  * (`entregas`), and the event jobs' times kept by BullMQ.
  */
-async function pacedPhase(b: Bench, rate: number): Promise<Paced> {
+async function pacedPhase(b: Bench, rate: number, noopCpu: number): Promise<Paced> {
   const events = Math.round(rate * PACED_SECONDS);
   const deliveries = events * WEBHOOKS;
   await ask(b.receiver, { cmd: 'record' }, 'ok');
@@ -357,7 +439,7 @@ async function pacedPhase(b: Bench, rate: number): Promise<Paced> {
     if (t?.finishedOn !== undefined) finished.push(t.finishedOn - at);
   }
   const sorted = ascending(latencies);
-  const result: Paced = { rate, p50: pct(sorted, 50), p99: pct(sorted, 99), max: sorted[sorted.length - 1], load };
+  const result: Paced = { rate, noopCpu, p50: pct(sorted, 50), p99: pct(sorted, 99), max: sorted[sorted.length - 1], load };
   const achieved = events / seconds;
   console.log(
     `  paced ${rate}/s: ${events} events committed and queued in ${seconds.toFixed(2)} s (${achieved.toFixed(0)}/s` +
@@ -370,19 +452,26 @@ async function pacedPhase(b: Bench, rate: number): Promise<Paced> {
       `receipt → event job finished ${p50p99(finished)} (negative: the event job finished before the receipt)`,
   );
   await printLoad(b, load, "Postgres and Redis include the bench's commit and add of each event, as the gateway's would be");
+  console.log(
+    `    dispatcher CPU per delivery ${perDelivery(load, 'dispatcher').toFixed(3)} ms = ${(perDelivery(load, 'dispatcher') / noopCpu).toFixed(2)} x the no-op worker's per job at this rate`,
+  );
   return result;
 }
 
 // ---- the report ---------------------------------------------------------------------------------
 
 function printSummary(saturation: Saturation, paced: Paced[]): void {
-  const row = (name: string, perSecond: number, load: Load, latency: string): string =>
+  const row = (name: string, perSecond: number, load: Load, noopCpu: number | undefined, latency: string): string =>
     `  ${name.padEnd(12)} ${String(Math.round(perSecond)).padStart(6)}  ` +
     `${['dispatcher', 'postgres', 'redis'].map((g) => perDelivery(load, g).toFixed(3)).join(' / ').padEnd(23)}  ` +
+    `${(noopCpu === undefined ? '-' : (perDelivery(load, 'dispatcher') / noopCpu).toFixed(2)).padStart(7)}  ` +
     `${(load.redis.total / load.deliveries).toFixed(1).padStart(8)}  ${scriptsPerDelivery(load).toFixed(2).padStart(7)}  ${latency}`;
-  console.log(`summary, per delivery:  deliv/s  CPU ms dispatcher / postgres / redis  Redis cmds  scripts  commit → receipt p50 / p99 / max ms`);
-  for (const p of paced) console.log(row(`paced ${p.rate}/s`, p.rate * WEBHOOKS, p.load, `${ms(p.p50)} / ${ms(p.p99)} / ${ms(p.max)}`));
-  console.log(row('saturation', saturation.rate, saturation.load, '-'));
+  console.log(
+    `summary, per delivery:  deliv/s  CPU ms dispatcher / postgres / redis  x no-op  Redis cmds  scripts  commit → receipt p50 / p99 / max ms`,
+  );
+  for (const p of paced) console.log(row(`paced ${p.rate}/s`, p.rate * WEBHOOKS, p.load, p.noopCpu, `${ms(p.p50)} / ${ms(p.p99)} / ${ms(p.max)}`));
+  console.log(row('saturation', saturation.rate, saturation.load, undefined, '-'));
+  console.log(`  (x no-op: the dispatcher's CPU per delivery over the paced no-op worker's CPU per job at the same rate, measured right before)`);
 }
 
 function printTargets(saturation: Saturation, baselineRate: number, paced: Paced[]): void {
@@ -395,12 +484,16 @@ function printTargets(saturation: Saturation, baselineRate: number, paced: Paced
   const scripts = scriptsPerDelivery(saturation.load);
   const at200 = paced.find((x) => x.rate === 200);
   const cpu200 = at200 ? perDelivery(at200.load, 'dispatcher') : undefined;
+  const ratio200 = at200 && cpu200 !== undefined ? cpu200 / at200.noopCpu : undefined;
   const cpuPart =
-    cpu200 === undefined
+    cpu200 === undefined || ratio200 === undefined
       ? 'dispatcher CPU per delivery at 200/s: not measured'
-      : REF_CPU_200 === undefined
-        ? `dispatcher CPU per delivery at 200/s ${cpu200.toFixed(3)} ms (no reference: BENCH_REF_CPU_200 unset)`
-        : `dispatcher CPU per delivery at 200/s <= half of ${REF_CPU_200} ms ${verdict(cpu200 <= REF_CPU_200 / 2)} (${cpu200.toFixed(3)} ms)`;
+      : REF_RATIO_200 !== undefined
+        ? `dispatcher CPU per delivery at 200/s <= half of the code before, as multiples of the no-op worker's: ` +
+          `${ratio200.toFixed(2)} <= ${REF_RATIO_200} / 2 ${verdict(ratio200 <= REF_RATIO_200 / 2)} (${cpu200.toFixed(3)} ms)`
+        : REF_CPU_200 !== undefined
+          ? `dispatcher CPU per delivery at 200/s <= half of ${REF_CPU_200} ms ${verdict(cpu200 <= REF_CPU_200 / 2)} (${cpu200.toFixed(3)} ms)`
+          : `dispatcher CPU per delivery at 200/s ${cpu200.toFixed(3)} ms, ${ratio200.toFixed(2)} x the no-op worker's (no reference: BENCH_REF_RATIO_200 and BENCH_REF_CPU_200 unset)`;
   console.log(
     `targets (issue 16): >= 3500 deliveries/s at saturation ${verdict(saturation.rate >= 3500)} (${Math.round(saturation.rate)}); ` +
       `>= 0.18 of the no-op worker ${verdict(ratio >= 0.18)} (${ratio.toFixed(3)}); ${p99At(200, 15)}; ${p99At(500, 40)}; ` +
@@ -455,7 +548,17 @@ async function main(): Promise<void> {
     const saturation = await saturationPhase(b, baselineRate);
     b.nextEvent = 10_000_000;
     const paced: Paced[] = [];
-    for (const rate of PACED_RATES) paced.push(await pacedPhase(b, rate));
+    if (PACED_RATES.length > 0) {
+      const noop = await startPacedNoop(b, webhookIds[0]!);
+      try {
+        for (const rate of PACED_RATES) {
+          const noopCpu = await pacedNoopPhase(b, noop, webhookIds[0]!, rate);
+          paced.push(await pacedPhase(b, rate, noopCpu));
+        }
+      } finally {
+        await stopPacedNoop(noop);
+      }
+    }
 
     const rss = peakRssMb(dispatcher.pid!);
     const totals = await receiverStats(b);
