@@ -154,13 +154,37 @@ interface Bench {
 
 /** Waits until the receiver has had `expected` requests in all (asked over IPC: no load on the measured side). */
 async function waitReceived(receiver: ChildProcess, expected: number, timeoutMs: number): Promise<void> {
+  await waitCount(async () => (await ask<{ requests: number }>(receiver, { cmd: 'stats' }, 'requests')).requests, expected, timeoutMs, 'requests the receiver got');
+}
+
+/** Polls `count` (a child's counter, asked over IPC) until it reaches `expected`; `what` names it in the error. */
+async function waitCount(count: () => Promise<number>, expected: number, timeoutMs: number, what: string): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const { requests } = await ask<{ requests: number }>(receiver, { cmd: 'stats' }, 'requests');
-    if (requests >= expected) return;
-    if (Date.now() > until) throw new Error(`the receiver got ${requests} of ${expected} requests`);
+    const n = await count();
+    if (n >= expected) return;
+    if (Date.now() > until) throw new Error(`${what}: ${n} of ${expected}`);
     await sleep(20);
   }
+}
+
+/**
+ * Calls `start(i)` for i = 0 .. count-1 at `rate` per second from now, each on time whether or not
+ * the earlier ones have finished; resolves with the seconds it took once all have settled (the
+ * first failure, if any, rejects).
+ */
+async function paced(rate: number, count: number, start: (i: number) => Promise<unknown>): Promise<number> {
+  const inFlight: Array<Promise<unknown>> = [];
+  let failure: unknown;
+  const t0 = now();
+  for (let i = 0; i < count; ) {
+    const due = Math.min(count, Math.floor(((now() - t0) * rate) / 1000) + 1);
+    for (; i < due; i++) inFlight.push(start(i).catch((err: unknown) => void (failure ??= err)));
+    if (i < count) await sleep(t0 + (i * 1000) / rate - now());
+  }
+  await Promise.all(inFlight);
+  if (failure) throw failure;
+  return (now() - t0) / 1000;
 }
 
 const receiverStats = (b: Bench) => ask<{ requests: number; handshakes: number; resumed: number }>(b.receiver, { cmd: 'stats' }, 'requests');
@@ -174,19 +198,20 @@ async function commits(check: pg.Client): Promise<number> {
   return Number((await check.query<{ n: string }>(`select xact_commit n from pg_stat_database where datname = $1`, [DB_NAME])).rows[0]!.n);
 }
 
+/** A job for the no-op workers: an event's payload as a delivery job's, with the delivery jobs' options. */
+const noopJob = (webhookId: string, payload: ShipmentEventJob) => ({
+  name: 'noop',
+  data: { ...payload, deliveryId: randomUUID(), webhookId },
+  opts: { removeOnComplete: JOBS.delivery.options.removeOnComplete },
+});
+
 /** The no-op worker's rate over as many jobs as the saturation phase has deliveries. */
 async function baseline(b: Bench, webhookId: string): Promise<number> {
   const jobs = EVENTS * WEBHOOKS;
   const noopQueue = new Queue(NOOP_QUEUE, { connection: b.redis, prefix: PREFIX });
   const payload = eventJob(b.empresaId, 0, new Date().toISOString());
   for (let i = 0; i < jobs; i += 1000) {
-    await noopQueue.addBulk(
-      Array.from({ length: Math.min(1000, jobs - i) }, () => ({
-        name: 'noop',
-        data: { ...payload, deliveryId: randomUUID(), webhookId },
-        opts: { removeOnComplete: JOBS.delivery.options.removeOnComplete },
-      })),
-    );
+    await noopQueue.addBulk(Array.from({ length: Math.min(1000, jobs - i) }, () => noopJob(webhookId, payload)));
   }
   await noopQueue.close();
   const noop = child('noop-worker', 'bench/dispatcher/noop-worker.ts', {
@@ -215,21 +240,9 @@ interface PacedNoop {
   finished: number;
 }
 
-const noopJob = (webhookId: string, payload: ShipmentEventJob) => ({
-  name: 'noop',
-  data: { ...payload, deliveryId: randomUUID(), webhookId },
-  opts: { removeOnComplete: JOBS.delivery.options.removeOnComplete },
-});
-
 /** Waits until the paced no-op worker has finished `expected` jobs in all. */
 async function waitNoop(noop: PacedNoop, expected: number, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const { count } = await ask<{ count: number }>(noop.worker, { cmd: 'count' }, 'count');
-    if (count >= expected) return;
-    if (Date.now() > until) throw new Error(`the paced no-op worker finished ${count} of ${expected} jobs`);
-    await sleep(20);
-  }
+  await waitCount(async () => (await ask<{ count: number }>(noop.worker, { cmd: 'count' }, 'count')).count, expected, timeoutMs, 'jobs the paced no-op worker finished');
 }
 
 /** Starts the paced no-op worker and warms it up (JIT, connections) with WARMUP_EVENTS jobs. */
@@ -256,14 +269,7 @@ async function pacedNoopPhase(b: Bench, noop: PacedNoop, webhookId: string, rate
   const jobs = Math.round(rate * PACED_SECONDS);
   const payload = eventJob(b.empresaId, 0, new Date().toISOString());
   const cpu = cpuMeter({ worker: noop.worker.pid! });
-  const adds: Array<Promise<unknown>> = [];
-  const t0 = now();
-  for (let i = 0; i < jobs; ) {
-    const due = Math.min(jobs, Math.floor(((now() - t0) * rate) / 1000) + 1);
-    for (; i < due; i++) adds.push(noop.queue.addBulk([noopJob(webhookId, payload)]));
-    if (i < jobs) await sleep(t0 + (i * 1000) / rate - now());
-  }
-  await Promise.all(adds);
+  await paced(rate, jobs, () => noop.queue.addBulk([noopJob(webhookId, payload)]));
   noop.finished += jobs;
   await waitNoop(noop, noop.finished, 60_000);
   const used = cpu();
@@ -348,25 +354,14 @@ async function commitOutbox(pool: pg.Pool, job: ShipmentEventJob): Promise<numbe
  */
 async function paceEvents(b: Bench, rate: number, events: number): Promise<{ committed: Map<string, number>; seconds: number }> {
   const committed = new Map<string, number>();
-  const inFlight: Array<Promise<void>> = [];
-  let failure: unknown;
-  const t0 = now();
-  for (let i = 0; i < events; ) {
-    const due = Math.min(events, Math.floor(((now() - t0) * rate) / 1000) + 1);
-    for (; i < due; i++) {
-      const job = eventJob(b.empresaId, b.nextEvent++, '');
-      const sent = commitOutbox(b.pool, job).then(async (commitAt) => {
-        committed.set(job.eventId, commitAt);
-        job.committedAt = new Date(commitAt).toISOString();
-        await b.eventsQueue.addBulk(bulkJobs(JOBS.shipmentEvent, [job]));
-      });
-      inFlight.push(sent.catch((err: unknown) => void (failure ??= err)));
-    }
-    if (i < events) await sleep(t0 + (i * 1000) / rate - now());
-  }
-  await Promise.all(inFlight);
-  if (failure) throw failure;
-  return { committed, seconds: (now() - t0) / 1000 };
+  const seconds = await paced(rate, events, async () => {
+    const job = eventJob(b.empresaId, b.nextEvent++, '');
+    const commitAt = await commitOutbox(b.pool, job);
+    committed.set(job.eventId, commitAt);
+    job.committedAt = new Date(commitAt).toISOString();
+    await b.eventsQueue.addBulk(bulkJobs(JOBS.shipmentEvent, [job]));
+  });
+  return { committed, seconds };
 }
 
 /** Waits (up to `timeoutMs`) until the events queue has nothing waiting or active: every event job has finished. */

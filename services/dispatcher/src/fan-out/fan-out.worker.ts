@@ -133,7 +133,7 @@ export function createFanOut(deps: {
 
     const failed = [...firsts, ...others, ...settled].find((m): m is PromiseRejectedResult => m.status === 'rejected');
     if (failed) throw failed.reason;
-    return routes.length;
+    return fresh.length + retries.length + unsent.length;
   }
 
   return {
