@@ -19,7 +19,7 @@ import pg from 'pg';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { bulkJobs, JOBS, queueFor, type ShipmentEventJob } from '@svc/schema';
-import { cpuSnapshot } from '../support/cpu';
+import { cpuSnapshot, switchesOf, switchesPer, type Switches } from '../support/cpu';
 import { freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
 import { addEvents, ask, benchWebhooks, child, eventJob, now, sleep, waitDelivered } from '../support/dispatcher-bench';
 import { commandDelta, jobTimes, noscriptCommands, redisCommandStats, topCommands, type RedisCommandDelta } from '../support/redis-stats';
@@ -98,6 +98,8 @@ interface Load {
   deliveries: number;
   cpu: Cpu;
   redis: RedisCommandDelta;
+  /** The dispatcher's main thread, per delivery. */
+  switches: Switches;
 }
 
 const perDelivery = (load: Load, group: string): number => ((load.cpu.used[group] ?? NaN) * 1000) / load.deliveries;
@@ -106,10 +108,13 @@ const scriptsPerDelivery = (load: Load): number => load.redis.scripts / load.del
 /** Starts measuring a phase; call the result with the phase's number of deliveries to read it. */
 async function loadMeter(b: Bench): Promise<(deliveries: number) => Promise<Load>> {
   const before = await redisCommandStats(b.redis);
+  const pid = b.cpuGroups.dispatcher as number;
+  const switches = switchesOf(pid);
   const cpu = cpuMeter(b.cpuGroups);
   return async (deliveries) => {
     const used = cpu();
-    return { deliveries, cpu: used, redis: commandDelta(before, await redisCommandStats(b.redis)) };
+    const switched = switchesPer(switches, switchesOf(pid), deliveries);
+    return { deliveries, cpu: used, redis: commandDelta(before, await redisCommandStats(b.redis)), switches: switched };
   };
 }
 
@@ -118,6 +123,7 @@ async function printLoad(b: Bench, load: Load, note: string): Promise<void> {
   const d = load.deliveries;
   const roundTrips = await noscriptCommands(b.redis, load.redis.calls.keys());
   console.log(`    CPU (% of one core; ${note}): ${cpuText(load.cpu, d)}`);
+  console.log(`    dispatcher's main thread per delivery: ${switchText(load.switches)}`);
   console.log(
     `    Redis per delivery (every client of this Redis counts, other sessions' too): ` +
       `${(load.redis.total / d).toFixed(1)} commands (those run inside scripts included), ${scriptsPerDelivery(load).toFixed(2)} BullMQ scripts ` +
@@ -125,6 +131,9 @@ async function printLoad(b: Bench, load: Load, note: string): Promise<void> {
       `most called of those no script can run (each a client's round trip): ${topCommands(load.redis.calls, d, 5, roundTrips)}`,
   );
 }
+
+/** `4.40 sleeps, 2.50 preemptions` (context switches, voluntary and not). */
+const switchText = (s: Switches): string => `${s.sleeps.toFixed(2)} sleeps, ${s.preemptions.toFixed(2)} preemptions (context switches, voluntary and not)`;
 
 /** The p-th percentile of ascending `sorted` (undefined when empty). */
 const pct = (sorted: readonly number[], p: number): number | undefined => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -268,13 +277,17 @@ async function startPacedNoop(b: Bench, webhookId: string): Promise<PacedNoop> {
 async function pacedNoopPhase(b: Bench, noop: PacedNoop, webhookId: string, rate: number): Promise<number> {
   const jobs = Math.round(rate * PACED_SECONDS);
   const payload = eventJob(b.empresaId, 0, new Date().toISOString());
+  const switches = switchesOf(noop.worker.pid!);
   const cpu = cpuMeter({ worker: noop.worker.pid! });
   await paced(rate, jobs, () => noop.queue.addBulk([noopJob(webhookId, payload)]));
   noop.finished += jobs;
   await waitNoop(noop, noop.finished, 60_000);
   const used = cpu();
   const perJob = ((used.used.worker ?? NaN) * 1000) / jobs;
-  console.log(`  no-op BullMQ worker paced ${rate}/s (jobs added one at a time, as the events below): ${perJob.toFixed(3)} CPU ms per job`);
+  console.log(
+    `  no-op BullMQ worker paced ${rate}/s (jobs added one at a time, as the events below): ${perJob.toFixed(3)} CPU ms per job; ` +
+      `main thread per job: ${switchText(switchesPer(switches, switchesOf(noop.worker.pid!), jobs))}`,
+  );
   return perJob;
 }
 
@@ -460,13 +473,15 @@ function printSummary(saturation: Saturation, paced: Paced[]): void {
     `  ${name.padEnd(12)} ${String(Math.round(perSecond)).padStart(6)}  ` +
     `${['dispatcher', 'postgres', 'redis'].map((g) => perDelivery(load, g).toFixed(3)).join(' / ').padEnd(23)}  ` +
     `${(noopCpu === undefined ? '-' : (perDelivery(load, 'dispatcher') / noopCpu).toFixed(2)).padStart(7)}  ` +
-    `${(load.redis.total / load.deliveries).toFixed(1).padStart(8)}  ${scriptsPerDelivery(load).toFixed(2).padStart(7)}  ${latency}`;
+    `${(load.redis.total / load.deliveries).toFixed(1).padStart(8)}  ${scriptsPerDelivery(load).toFixed(2).padStart(7)}  ` +
+    `${load.switches.sleeps.toFixed(2).padStart(6)}  ${latency}`;
   console.log(
-    `summary, per delivery:  deliv/s  CPU ms dispatcher / postgres / redis  x no-op  Redis cmds  scripts  commit → receipt p50 / p99 / max ms`,
+    `summary, per delivery:  deliv/s  CPU ms dispatcher / postgres / redis  x no-op  Redis cmds  scripts  sleeps  commit → receipt p50 / p99 / max ms`,
   );
   for (const p of paced) console.log(row(`paced ${p.rate}/s`, p.rate * WEBHOOKS, p.load, p.noopCpu, `${ms(p.p50)} / ${ms(p.p99)} / ${ms(p.max)}`));
   console.log(row('saturation', saturation.rate, saturation.load, undefined, '-'));
-  console.log(`  (x no-op: the dispatcher's CPU per delivery over the paced no-op worker's CPU per job at the same rate, measured right before)`);
+  console.log(`  (x no-op: the dispatcher's CPU per delivery over the paced no-op worker's CPU per job at the same rate, measured right before;`);
+  console.log(`   sleeps: voluntary context switches of the dispatcher's main thread)`);
 }
 
 function printTargets(saturation: Saturation, baselineRate: number, paced: Paced[]): void {
