@@ -29,9 +29,10 @@ export const deliveryIdOf = (eventId: string, webhookId: string): string => uuid
  * completion, each a round trip that wakes the dispatcher (issue 16). The receiver already has
  * the delivery: the wait delays only the row in the delivery log and the end of the event's job,
  * and a crash in it is a crash before the record, as before (sent again, same `webhookId`).
- * Bench at 200/s, alternated runs (bench/README.md, "25 November 2026"): sleeps of the main thread
- * per delivery 4.4-4.5 -> 3.2-3.3, dispatcher CPU per delivery 3.4-4.1 -> 2.9 x the no-op worker's,
- * Postgres's 1.10-1.17 -> 0.58-0.76 ms; commit -> receipt p99 unchanged.
+ * Bench at 200/s, alternated runs (bench/README.md, "24 November 2026 (fourth session)"): sleeps
+ * of the main thread per delivery 4.4-4.5 -> 3.2-3.3, dispatcher CPU per delivery 3.4-4.1 ->
+ * 2.9-3.1 x the no-op worker's, Postgres's 1.10-1.17 -> 0.58-0.76 ms; commit -> receipt p99
+ * unchanged. Waiting up to 30 ms for 6 saved no more.
  */
 const RECORD_LINGER = { ms: 20, items: 4 };
 
