@@ -19,7 +19,7 @@ import pg from 'pg';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { bulkJobs, JOBS, queueFor, type ShipmentEventJob } from '@svc/schema';
-import { cpuSnapshot, switchesOf, switchesPer, type Switches } from '../support/cpu';
+import { cpuSnapshot, switchMeter, type Switches } from '../support/cpu';
 import { freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
 import { addEvents, ask, benchWebhooks, child, eventJob, now, sleep, waitDelivered } from '../support/dispatcher-bench';
 import { commandDelta, jobTimes, noscriptCommands, redisCommandStats, topCommands, type RedisCommandDelta } from '../support/redis-stats';
@@ -108,13 +108,11 @@ const scriptsPerDelivery = (load: Load): number => load.redis.scripts / load.del
 /** Starts measuring a phase; call the result with the phase's number of deliveries to read it. */
 async function loadMeter(b: Bench): Promise<(deliveries: number) => Promise<Load>> {
   const before = await redisCommandStats(b.redis);
-  const pid = b.cpuGroups.dispatcher as number;
-  const switches = switchesOf(pid);
+  const switches = switchMeter(b.cpuGroups.dispatcher as number);
   const cpu = cpuMeter(b.cpuGroups);
   return async (deliveries) => {
     const used = cpu();
-    const switched = switchesPer(switches, switchesOf(pid), deliveries);
-    return { deliveries, cpu: used, redis: commandDelta(before, await redisCommandStats(b.redis)), switches: switched };
+    return { deliveries, cpu: used, redis: commandDelta(before, await redisCommandStats(b.redis)), switches: switches(deliveries) };
   };
 }
 
@@ -277,7 +275,7 @@ async function startPacedNoop(b: Bench, webhookId: string): Promise<PacedNoop> {
 async function pacedNoopPhase(b: Bench, noop: PacedNoop, webhookId: string, rate: number): Promise<number> {
   const jobs = Math.round(rate * PACED_SECONDS);
   const payload = eventJob(b.empresaId, 0, new Date().toISOString());
-  const switches = switchesOf(noop.worker.pid!);
+  const switches = switchMeter(noop.worker.pid!);
   const cpu = cpuMeter({ worker: noop.worker.pid! });
   await paced(rate, jobs, () => noop.queue.addBulk([noopJob(webhookId, payload)]));
   noop.finished += jobs;
@@ -286,7 +284,7 @@ async function pacedNoopPhase(b: Bench, noop: PacedNoop, webhookId: string, rate
   const perJob = ((used.used.worker ?? NaN) * 1000) / jobs;
   console.log(
     `  no-op BullMQ worker paced ${rate}/s (jobs added one at a time, as the events below): ${perJob.toFixed(3)} CPU ms per job; ` +
-      `main thread per job: ${switchText(switchesPer(switches, switchesOf(noop.worker.pid!), jobs))}`,
+      `main thread per job: ${switchText(switches(jobs))}`,
   );
   return perJob;
 }

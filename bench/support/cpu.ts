@@ -87,23 +87,25 @@ export interface Switches {
 }
 
 /**
- * The context switches of `pid`'s main thread (the event loop's; V8's and libuv's helper threads
- * apart). On this VM each one costs far more than a system call (bench/README.md, "what a wake-up
- * costs"), so their count per delivery is the structure under the CPU figure at a paced rate, and
- * it moves much less from run to run than the CPU does.
+ * Starts counting the context switches of `pid`'s main thread (the event loop's; V8's and libuv's
+ * helper threads apart); call the result with a number of units for the switches per unit since
+ * (NaN when /proc could not be read). On this VM each switch costs far more than a system call
+ * (bench/README.md, "what a wake-up costs"), so their count per delivery is the structure under the
+ * CPU figure at a paced rate, and it moves much less from run to run than the CPU does.
  */
-export function switchesOf(pid: number): Switches | undefined {
-  try {
-    const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
-    const field = (name: string): number => Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
-    return { sleeps: field('voluntary_ctxt_switches'), preemptions: field('nonvoluntary_ctxt_switches') };
-  } catch {
-    return undefined;
-  }
-}
-
-/** The switches between two readings, per `units` (NaN when either reading failed). */
-export function switchesPer(before: Switches | undefined, after: Switches | undefined, units: number): Switches {
-  if (!before || !after) return { sleeps: NaN, preemptions: NaN };
-  return { sleeps: (after.sleeps - before.sleeps) / units, preemptions: (after.preemptions - before.preemptions) / units };
+export function switchMeter(pid: number): (units: number) => Switches {
+  const read = (): Switches => {
+    try {
+      const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+      const field = (name: string): number => Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
+      return { sleeps: field('voluntary_ctxt_switches'), preemptions: field('nonvoluntary_ctxt_switches') };
+    } catch {
+      return { sleeps: NaN, preemptions: NaN };
+    }
+  };
+  const before = read();
+  return (units) => {
+    const after = read();
+    return { sleeps: (after.sleeps - before.sleeps) / units, preemptions: (after.preemptions - before.preemptions) / units };
+  };
 }

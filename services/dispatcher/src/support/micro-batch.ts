@@ -59,10 +59,14 @@ export function createMicroBatcher<I, O>(run: (items: I[]) => Promise<O[]>, opti
       inFlight++;
       void runBatch(batch).finally(() => {
         inFlight--;
-        pump();
-        settleIdle();
+        runQueued();
       });
     }
+  };
+
+  const runQueued = (): void => {
+    pump();
+    settleIdle();
   };
 
   const stopLingering = (): void => {
@@ -79,8 +83,7 @@ export function createMicroBatcher<I, O>(run: (items: I[]) => Promise<O[]>, opti
           if (queue.length < linger.items) {
             lingering ??= setTimeout(() => {
               lingering = undefined;
-              pump();
-              settleIdle();
+              runQueued();
             }, linger.ms);
             return;
           }
@@ -91,8 +94,7 @@ export function createMicroBatcher<I, O>(run: (items: I[]) => Promise<O[]>, opti
           // Wait one turn so the calls made in this one join the same batch.
           setImmediate(() => {
             scheduled = false;
-            pump();
-            settleIdle();
+            runQueued();
           });
         }
       });
