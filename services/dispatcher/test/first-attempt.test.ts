@@ -67,6 +67,17 @@ describe('dispatcher: a first attempt is sent, then recorded with its delivery',
     expect(await count(fx.pool, 'select count(*) n from outbox where repartido_en is null')).toBe(0);
   }, 30_000);
 
+  it('dates each delivery by its first attempt, not by the statement that recorded a batch of them, so the log lists the newest first', async () => {
+    await ship(10);
+    await eventually(async () => (await count(fx.pool, `select count(*) n from entregas where estado = 'exitosa'`)) === 20, 10_000, 'delivered');
+    const rows = await fx.pool.query<{ same: boolean; fecha_is_first: boolean }>(
+      `select e.created_at = e.ultimo_intento_en as same, i.fecha = e.ultimo_intento_en as fecha_is_first
+       from entregas e join entrega_intentos i on i.entrega_id = e.id`,
+    );
+    expect(rows.rows).toHaveLength(20);
+    for (const r of rows.rows) expect(r).toEqual({ same: true, fecha_is_first: true });
+  }, 30_000);
+
   it('a second run of an event (its completion lost) finds what the first recorded and sends nothing again', async () => {
     await ship(5);
     await eventually(async () => (await count(fx.pool, `select count(*) n from entregas where estado = 'exitosa'`)) === 10, 10_000, 'delivered');

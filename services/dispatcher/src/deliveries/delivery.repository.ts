@@ -92,8 +92,12 @@ export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], 
         ${sql.val(rows.map((r) => r.nextAt?.toISOString() ?? null))}::timestamptz[]
       ) as v(id, webhook_id, evento_id, evento, numero_guia, estado, intentos, status_code, at, next_at)
     ), ins as (
-      insert into entregas (id, webhook_id, evento_id, evento, numero_guia, estado, exitoso, status_code, intentos, ultimo_intento_en, proximo_intento_en)
-      select v.id, v.webhook_id, v.evento_id, v.evento, v.numero_guia, v.estado, v.estado = 'exitosa', v.status_code, v.intentos, v.at, v.next_at
+      -- created_at, by which the delivery log is ordered (newest first), is when the first attempt
+      -- was made: the statement's own time is one for the whole batch, and the fan-out batches
+      -- events a few ms apart (its record waits for company), so a later event's delivery could be
+      -- listed after an earlier one's. A deferred delivery, with no attempt yet, takes the statement's.
+      insert into entregas (id, webhook_id, evento_id, evento, numero_guia, estado, exitoso, status_code, intentos, ultimo_intento_en, proximo_intento_en, created_at)
+      select v.id, v.webhook_id, v.evento_id, v.evento, v.numero_guia, v.estado, v.estado = 'exitosa', v.status_code, v.intentos, v.at, v.next_at, coalesce(v.at, now())
       from v
       -- A webhook deleted since the routes were read gets no row (its foreign key would fail the
       -- batch). A lateral that is not flattened: a plain semi-join planned on a few webhooks kept
