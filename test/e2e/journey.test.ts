@@ -93,6 +93,9 @@ describe('the whole stack through `pnpm start`', () => {
         FORCE_COLOR: '0',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group: a test that fails before the stack's stop can kill all of it
+      // (pnpm, concurrently and both services), whose pipes would otherwise keep `close` away.
+      detached: true,
     });
     stack.stdout!.on('data', (b: Buffer) => (output += b.toString('utf8')));
     stack.stderr!.on('data', (b: Buffer) => (output += b.toString('utf8')));
@@ -118,7 +121,7 @@ describe('the whole stack through `pnpm start`', () => {
 
   afterAll(async () => {
     if (stack && stack.exitCode === null) {
-      stack.kill('SIGKILL');
+      process.kill(-stack.pid!, 'SIGKILL');
       await exited;
     }
     await receiver?.close();
