@@ -2,6 +2,7 @@
 // connection made now, its undo on the StopStack) and health (the /readyz ping), both this
 // package's concerns; schema keeps to data shapes and contracts.
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { Writable } from 'node:stream';
 import type { StopStack } from './lifecycle';
 
 /**
@@ -75,4 +76,56 @@ export async function connectRedis(target: RedisTarget, role: RedisRole, undo: S
   undo.push(step, () => client.quit().catch(() => client.disconnect()));
   await client.connect();
   return client;
+}
+
+/** The streams `coalesceWrites` has already wrapped: a reconnect's `connect` must not wrap twice. */
+const coalesced = new WeakSet<Writable>();
+
+/** Corks `stream` at its first write of an event-loop turn and uncorks it once the turn's callbacks have run. */
+function corkPerTurn(stream: Writable): void {
+  if (coalesced.has(stream)) return;
+  coalesced.add(stream);
+  const write = stream.write.bind(stream) as (...args: unknown[]) => boolean;
+  let corked = false;
+  const uncork = (): void => {
+    corked = false;
+    stream.uncork();
+  };
+  stream.write = ((...args: unknown[]): boolean => {
+    if (!corked) {
+      corked = true;
+      stream.cork();
+      // After the callbacks (and their promise jobs) already queued: a batch's completions, made as
+      // its callers resume, all join the one write.
+      process.nextTick(uncork);
+    }
+    return write(...args);
+  }) as Writable['write'];
+}
+
+/**
+ * Makes the commands a client sends in one turn of the event loop leave in one socket write (a
+ * `writev`) rather than one write each; each command still gets its own reply, in order, as
+ * before. ioredis writes every command as it is called. On this kind of machine a write that wakes
+ * Redis costs the sender tens of microseconds inside the system call, and a BullMQ worker completes
+ * each job with a command of its own: a batch of jobs finishing together paid one write per job.
+ * ioredis's auto-pipelining does the same with a Pipeline per turn and `setImmediate`: dearer at
+ * a moderate rate (issue 16, bench/README.md "24 November 2026 (fifth session)").
+ *
+ * Every connection the client makes is covered: a reconnect's new socket, and on a cluster each
+ * node's socket.
+ */
+export function coalesceWrites(client: RedisClient): void {
+  if (client instanceof Cluster) {
+    for (const node of client.nodes()) coalesceWrites(node);
+    client.on('+node', (node: Redis) => coalesceWrites(node));
+    return;
+  }
+  const wrap = (): void => {
+    // ioredis creates `stream` on connect; a client not connected yet has none.
+    const stream = (client as { stream?: Writable }).stream;
+    if (stream) corkPerTurn(stream);
+  };
+  wrap();
+  client.on('connect', wrap);
 }
