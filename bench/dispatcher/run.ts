@@ -4,9 +4,11 @@
 //     events queued beforehand and delivers each, signed, over HTTPS to a keep-alive receiver
 //     (child process) that answers 200 at once; timed until every delivery is recorded `exitosa`;
 //  3. paced: for each rate of BENCH_PACED_RATES (200,500 events/s), events committed (an outbox
-//     row, then queued, as the gateway's relay does) at that rate for BENCH_PACED_SECONDS;
+//     row, then queued, as the gateway's relay does) at that rate for BENCH_PACED_LEAD_SECONDS
+//     (not measured), then for BENCH_PACED_SECONDS;
 //     commit → receipt at the receiver, and the latency of each hop from the event job's times.
-//     Right before each, the no-op worker takes jobs added one at a time at the same rate: its CPU
+//     Right before each, the no-op worker takes jobs added one at a time at the same rate (the same
+//     lead-in first): its CPU
 //     per job is the baseline the dispatcher's CPU per delivery is divided by.
 // For each dispatcher phase: CPU per delivery, Redis commands and BullMQ scripts per delivery and
 // the commands called most; at the end a summary and the targets of issue 16.
@@ -37,6 +39,14 @@ const WEBHOOKS = Number(process.env.BENCH_WEBHOOKS ?? 1);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const PACED_RATES = (process.env.BENCH_PACED_RATES ?? '200,500').split(',').map(Number).filter((r) => r > 0);
 const PACED_SECONDS = Number(process.env.BENCH_PACED_SECONDS ?? 15);
+/**
+ * Seconds each paced phase (the no-op worker's and the dispatcher's) runs at its rate before it is
+ * measured. Each process sits idle while the other is measured, and V8 may then run a full
+ * collection that throws away optimized code (`weak objects` deoptimizations: 111 functions of the
+ * dispatcher in one run, bench/README.md "sixth session"); without a lead-in, the figure at a rate
+ * includes re-optimizing them. 0 measures from the first event, as the script did before.
+ */
+const PACED_LEAD_SECONDS = Number(process.env.BENCH_PACED_LEAD_SECONDS ?? 5);
 /** Dispatcher CPU ms per delivery at 200/s of the code before issue 16, to compare with (target: at most half). */
 const REF_CPU_200 = process.env.BENCH_REF_CPU_200 ? Number(process.env.BENCH_REF_CPU_200) : undefined;
 /**
@@ -275,6 +285,10 @@ async function startPacedNoop(b: Bench, webhookId: string): Promise<PacedNoop> {
 async function pacedNoopPhase(b: Bench, noop: PacedNoop, webhookId: string, rate: number): Promise<number> {
   const jobs = Math.round(rate * PACED_SECONDS);
   const payload = eventJob(b.empresaId, 0, new Date().toISOString());
+  const lead = Math.round(rate * PACED_LEAD_SECONDS);
+  await paced(rate, lead, () => noop.queue.addBulk([noopJob(webhookId, payload)]));
+  noop.finished += lead;
+  await waitNoop(noop, noop.finished, 60_000);
   const switches = switchMeter(noop.worker.pid!);
   const cpu = cpuMeter({ worker: noop.worker.pid! });
   await paced(rate, jobs, () => noop.queue.addBulk([noopJob(webhookId, payload)]));
@@ -403,6 +417,10 @@ interface Paced {
 async function pacedPhase(b: Bench, rate: number, noopCpu: number): Promise<Paced> {
   const events = Math.round(rate * PACED_SECONDS);
   const deliveries = events * WEBHOOKS;
+  const lead = Math.round(rate * PACED_LEAD_SECONDS);
+  await paceEvents(b, rate, lead);
+  b.delivered += lead * WEBHOOKS;
+  await waitDelivered(METRICS_PORT, b.delivered, 60_000);
   await ask(b.receiver, { cmd: 'record' }, 'ok');
   const meter = await loadMeter(b);
   const { committed, seconds } = await paceEvents(b, rate, events);
@@ -515,7 +533,7 @@ async function main(): Promise<void> {
   execFileSync(process.execPath, ['scripts/test-certs.mjs'], { cwd: ROOT, stdio: 'inherit' });
   console.log(
     `bench:dispatcher: ${EVENTS} events x ${WEBHOOKS} webhook(s), concurrency ${CONCURRENCY}, paced ${PACED_RATES.join(', ')} events/s ` +
-      `for ${PACED_SECONDS} s each; load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+      `for ${PACED_SECONDS} s each (after ${PACED_LEAD_SECONDS} s at the rate, not measured); load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
   );
   const databaseUrl = await freshDatabase(PG_BASE, DB_NAME);
   const check = new pg.Client({ connectionString: databaseUrl });
