@@ -7,9 +7,8 @@
 //     row, then queued, as the gateway's relay does) at that rate for BENCH_PACED_LEAD_SECONDS
 //     (not measured), then for BENCH_PACED_SECONDS;
 //     commit → receipt at the receiver, and the latency of each hop from the event job's times.
-//     Right before each, the no-op worker takes jobs added one at a time at the same rate (the same
-//     lead-in first): its CPU
-//     per job is the baseline the dispatcher's CPU per delivery is divided by.
+//     Right before each, the no-op worker takes jobs added one at a time at the same rate, after the
+//     same lead-in: its CPU per job is the baseline the dispatcher's CPU per delivery is divided by.
 // For each dispatcher phase: CPU per delivery, Redis commands and BullMQ scripts per delivery and
 // the commands called most; at the end a summary and the targets of issue 16.
 // Method, what each figure includes, and figures: bench/README.md (dispatcher section).
@@ -285,15 +284,15 @@ async function startPacedNoop(b: Bench, webhookId: string): Promise<PacedNoop> {
 async function pacedNoopPhase(b: Bench, noop: PacedNoop, webhookId: string, rate: number): Promise<number> {
   const jobs = Math.round(rate * PACED_SECONDS);
   const payload = eventJob(b.empresaId, 0, new Date().toISOString());
-  const lead = Math.round(rate * PACED_LEAD_SECONDS);
-  await paced(rate, lead, () => noop.queue.addBulk([noopJob(webhookId, payload)]));
-  noop.finished += lead;
-  await waitNoop(noop, noop.finished, 60_000);
+  const feed = async (n: number): Promise<void> => {
+    await paced(rate, n, () => noop.queue.addBulk([noopJob(webhookId, payload)]));
+    noop.finished += n;
+    await waitNoop(noop, noop.finished, 60_000);
+  };
+  await feed(Math.round(rate * PACED_LEAD_SECONDS));
   const switches = switchMeter(noop.worker.pid!);
   const cpu = cpuMeter({ worker: noop.worker.pid! });
-  await paced(rate, jobs, () => noop.queue.addBulk([noopJob(webhookId, payload)]));
-  noop.finished += jobs;
-  await waitNoop(noop, noop.finished, 60_000);
+  await feed(jobs);
   const used = cpu();
   const perJob = ((used.used.worker ?? NaN) * 1000) / jobs;
   console.log(
@@ -417,15 +416,16 @@ interface Paced {
 async function pacedPhase(b: Bench, rate: number, noopCpu: number): Promise<Paced> {
   const events = Math.round(rate * PACED_SECONDS);
   const deliveries = events * WEBHOOKS;
-  const lead = Math.round(rate * PACED_LEAD_SECONDS);
-  await paceEvents(b, rate, lead);
-  b.delivered += lead * WEBHOOKS;
-  await waitDelivered(METRICS_PORT, b.delivered, 60_000);
+  const feed = async (n: number): Promise<Awaited<ReturnType<typeof paceEvents>>> => {
+    const result = await paceEvents(b, rate, n);
+    b.delivered += n * WEBHOOKS;
+    await waitDelivered(METRICS_PORT, b.delivered, 60_000);
+    return result;
+  };
+  await feed(Math.round(rate * PACED_LEAD_SECONDS));
   await ask(b.receiver, { cmd: 'record' }, 'ok');
   const meter = await loadMeter(b);
-  const { committed, seconds } = await paceEvents(b, rate, events);
-  b.delivered += deliveries;
-  await waitDelivered(METRICS_PORT, b.delivered, 60_000);
+  const { committed, seconds } = await feed(events);
   const load = await meter(deliveries);
 
   const { receipts } = await ask<{ receipts: Array<[string, number]> }>(b.receiver, { cmd: 'receipts' }, 'receipts');
