@@ -156,10 +156,10 @@ async function main(): Promise<void> {
     for (let i = 0; i < CREATORS; i++) creators.push((await company(base, ADMIN, { limiteDiario: 1_000_000, planActivo: true, creditos: 100_000_000 })).live);
     // The deliveries' company: one webhook subscribed to everything (the creators have none, so
     // the creations measure the gateways, their events fanned out to nobody).
-    const { empresaId, webhookIds } = await benchWebhooks(check, { nombre: 'Bench deliveries', receiverPort: RECEIVER_PORT });
+    const { empresaId, webhookIds, webhooksVersion } = await benchWebhooks(check, { nombre: 'Bench deliveries', receiverPort: RECEIVER_PORT });
     const webhookId = webhookIds[0]!;
     let eventNo = 0;
-    const events = (n: number) => Array.from({ length: n }, () => eventJob(empresaId, eventNo++, new Date().toISOString()));
+    const events = (n: number) => Array.from({ length: n }, () => eventJob(empresaId, eventNo++, new Date().toISOString(), webhooksVersion));
     await addEvents(eventsQueue, events(3000));
     await waitDelivered(dispatcherMetricsPort(0), 3000, 120_000);
     console.log(`  ${readTokens.length} read tokens, ${CREATORS} creating companies; warm-up: 3000 deliveries recorded`);

@@ -161,6 +161,8 @@ interface Bench {
   eventsQueue: Queue<ShipmentEventJob>;
   receiver: ChildProcess;
   empresaId: string;
+  /** The company's webhook count, which the gateway's events carry; undefined in a tree from before it. */
+  webhooksVersion: number | undefined;
   cpuGroups: Record<string, number | RegExp>;
   /** Deliveries the dispatcher's counter (cumulative) should have reached so far. */
   delivered: number;
@@ -319,7 +321,7 @@ async function saturationPhase(b: Bench, baselineRate: number): Promise<Saturati
   await b.eventsQueue.pause();
   const addsBefore = await redisCommandStats(b.redis);
   const queueStarted = now();
-  await addEvents(b.eventsQueue, Array.from({ length: EVENTS }, () => eventJob(b.empresaId, b.nextEvent++, new Date().toISOString())));
+  await addEvents(b.eventsQueue, Array.from({ length: EVENTS }, () => eventJob(b.empresaId, b.nextEvent++, new Date().toISOString(), b.webhooksVersion)));
   const queuedIn = (now() - queueStarted) / 1000;
   const adds = commandDelta(addsBefore, await redisCommandStats(b.redis));
   const receivedBefore = await receiverStats(b);
@@ -351,18 +353,20 @@ async function saturationPhase(b: Bench, baselineRate: number): Promise<Saturati
   return { rate, load };
 }
 
-/** Commits an outbox row in its own transaction, as the gateway writes it; the moment before COMMIT. */
-async function commitOutbox(pool: pg.Pool, job: ShipmentEventJob): Promise<number> {
+/**
+ * Commits an outbox row in its own transaction, as the gateway writes it (with `counted`, reading the
+ * company's webhook count into the job in the same statement); the moment before COMMIT.
+ */
+async function commitOutbox(pool: pg.Pool, job: ShipmentEventJob, counted: boolean): Promise<number> {
   const client = await pool.connect();
   try {
     await client.query('begin');
-    await client.query(`insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id) values ($1, $2, null, $3, $4, $5)`, [
-      job.eventId,
-      job.empresaId,
-      job.evento,
-      JSON.stringify(job.data),
-      job.requestId,
-    ]);
+    const insert = `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id) values ($1, $2, null, $3, $4, $5)`;
+    const { rows } = await client.query<{ v: string }>(
+      counted ? `${insert} returning coalesce((select version from webhook_versions where empresa_id = $2), 0) as v` : insert,
+      [job.eventId, job.empresaId, job.evento, JSON.stringify(job.data), job.requestId],
+    );
+    if (counted) job.webhooksVersion = Number(rows[0]!.v);
     const commitAt = now();
     await client.query('commit');
     return commitAt;
@@ -380,7 +384,7 @@ async function paceEvents(b: Bench, rate: number, events: number): Promise<{ com
   const committed = new Map<string, number>();
   const seconds = await paced(rate, events, async () => {
     const job = eventJob(b.empresaId, b.nextEvent++, '');
-    const commitAt = await commitOutbox(b.pool, job);
+    const commitAt = await commitOutbox(b.pool, job, b.webhooksVersion !== undefined);
     committed.set(job.eventId, commitAt);
     job.committedAt = new Date(commitAt).toISOString();
     await b.eventsQueue.addBulk(bulkJobs(JOBS.shipmentEvent, [job]));
@@ -546,13 +550,13 @@ async function main(): Promise<void> {
   let dispatcher: ChildProcess | undefined;
   try {
     await ask(receiver, {}, 'listening');
-    const { empresaId, webhookIds } = await benchWebhooks(check, { nombre: 'Bench', receiverPort: RECEIVER_PORT, count: WEBHOOKS });
-    const b: Bench = { check, pool, redis, eventsQueue, receiver, empresaId, cpuGroups: {}, delivered: 0, nextEvent: 0 };
+    const { empresaId, webhookIds, webhooksVersion } = await benchWebhooks(check, { nombre: 'Bench', receiverPort: RECEIVER_PORT, count: WEBHOOKS });
+    const b: Bench = { check, pool, redis, eventsQueue, receiver, empresaId, webhooksVersion, cpuGroups: {}, delivered: 0, nextEvent: 0 };
 
     const baselineRate = await baseline(b, webhookIds[0]!);
 
     // Warm-up: JIT, connection pools, the TLS connections (and the pacer's connections).
-    await addEvents(eventsQueue, Array.from({ length: WARMUP_EVENTS }, () => eventJob(empresaId, b.nextEvent++, new Date().toISOString())));
+    await addEvents(eventsQueue, Array.from({ length: WARMUP_EVENTS }, () => eventJob(empresaId, b.nextEvent++, new Date().toISOString(), webhooksVersion)));
     dispatcher = child('dispatcher', 'services/dispatcher/src/main.ts', {
       DATABASE_URL: databaseUrl,
       REDIS_URL,

@@ -39,7 +39,8 @@ export function ask<T>(c: ChildProcess, msg: object, key: string): Promise<T> {
 
 // ---- events -----------------------------------------------------------------------------------
 
-export function eventJob(empresaId: string, i: number, committedAt: string): ShipmentEventJob {
+/** `webhooksVersion`: the company's webhook count, as the gateway's event carries it; left out for a tree before it existed. */
+export function eventJob(empresaId: string, i: number, committedAt: string, webhooksVersion?: number): ShipmentEventJob {
   return {
     eventId: randomUUID(),
     evento: 'GUIA_CREADA',
@@ -48,6 +49,7 @@ export function eventJob(empresaId: string, i: number, committedAt: string): Shi
     data: { numeroGuia: `SVCBENCH${String(i).padStart(8, '0')}`, estado: 'CREADA' },
     committedAt,
     requestId: randomUUID(),
+    ...(webhooksVersion === undefined ? {} : { webhooksVersion }),
   };
 }
 
@@ -94,7 +96,7 @@ export async function waitDelivered(metricsPort: number | readonly number[], exp
 export async function benchWebhooks(
   db: Pick<pg.Client, 'query'>,
   opts: { nombre: string; receiverPort: number; count?: number; path?: string },
-): Promise<{ empresaId: string; webhookIds: string[] }> {
+): Promise<{ empresaId: string; webhookIds: string[]; webhooksVersion: number | undefined }> {
   const count = opts.count ?? 1;
   const path = opts.path ?? '/hook';
   const empresaId = (await db.query<{ id: string }>(`insert into empresas (nombre, verificada) values ($1, true) returning id`, [opts.nombre])).rows[0]!.id;
@@ -108,5 +110,11 @@ export async function benchWebhooks(
     ]);
     webhookIds.push(w.rows[0]!.id);
   }
-  return { empresaId, webhookIds };
+  // The count the gateway's events would carry; none in a tree from before it (an A/B run of this
+  // script against an earlier commit), whose job contract refuses the field.
+  const counted = (await db.query<{ t: string | null }>(`select to_regclass('webhook_versions')::text as t`)).rows[0]?.t != null;
+  const webhooksVersion = counted
+    ? Number((await db.query<{ v: string }>(`select coalesce((select version from webhook_versions where empresa_id = $1), 0) as v`, [empresaId])).rows[0]!.v)
+    : undefined;
+  return { empresaId, webhookIds, webhooksVersion };
 }

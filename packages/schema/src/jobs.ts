@@ -26,6 +26,13 @@ export interface ShipmentEventJob {
   sequence?: number;
   /** The mode of the event's shipment (`X-SVC-Modo`); absent means live, as every event queued before it was. */
   mode?: Modo;
+  /**
+   * The company's webhook count (`webhook_versions`) as the event's own transaction read it: the
+   * dispatcher may route the event from routes it holds if they were read at this count or later.
+   * Absent (jobs rebuilt from `outbox` by the relay's sweep or the reconciler, and jobs queued
+   * before it existed): the dispatcher reads the routes, and what earlier runs recorded.
+   */
+  webhooksVersion?: number;
 }
 
 /**
@@ -151,7 +158,12 @@ export const JOBS = {
     jobId: (p) => p.eventId,
     validate: compile<ShipmentEventJob>({
       type: 'object',
-      properties: { ...common, empresaId: uuid, sucursalId: { type: ['string', 'null'], format: 'uuid' } },
+      properties: {
+        ...common,
+        empresaId: uuid,
+        sucursalId: { type: ['string', 'null'], format: 'uuid' },
+        webhooksVersion: { type: 'integer', minimum: 0 },
+      },
       required: ['eventId', 'evento', 'empresaId', 'sucursalId', 'data', 'committedAt', 'requestId'],
       additionalProperties: false,
     }),

@@ -44,7 +44,7 @@ describe('the fan-out statements on a generic plan', () => {
       );
     await grow(50);
     const first = await findRoutedDeliveries(db, routedWebhooks([event('00000000-0000-4000-8000-000000000001')]));
-    expect(first).toEqual([expect.objectContaining({ existing: null })]);
+    expect(first.routes).toEqual([expect.objectContaining({ existing: null })]);
 
     // The tables grow: 20,000 deliveries, 2,000 more webhooks of other companies.
     await grow(20_000);
@@ -57,7 +57,7 @@ describe('the fan-out statements on a generic plan', () => {
 
     const known = (await pool.query<{ evento_id: string }>('select evento_id from entregas limit 1')).rows[0]!.evento_id;
     const again = await findRoutedDeliveries(db, routedWebhooks([event(known)]));
-    expect(again).toEqual([expect.objectContaining({ eventId: known, existing: expect.objectContaining({ estado: 'exitosa', intentos: 1 }) })]);
+    expect(again.routes).toEqual([expect.objectContaining({ eventId: known, existing: expect.objectContaining({ estado: 'exitosa', intentos: 1 }) })]);
 
     const stats = await pool.query<{ generic_plans: string; custom_plans: string }>(
       `select generic_plans, custom_plans from pg_prepared_statements where name = 'find_routed_deliveries'`,

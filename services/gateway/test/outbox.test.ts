@@ -3,7 +3,8 @@ import type { Queue } from 'bullmq';
 import type pg from 'pg';
 import { JOBS, type ShipmentEventJob } from '@svc/schema';
 import { createBatch, createOne, guia, moveOn } from '../../../test/support/shipment-fixtures';
-import { createBranch, createCompany, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
+import { bearer, createBranch, createCompany, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
+import { createWebhook } from '../../../test/support/webhook-fixtures';
 
 interface OutboxRow {
   id: string;
@@ -54,7 +55,8 @@ describe('the event outbox', () => {
   const rowsOf = async (empresaId: string) =>
     (await pool.query<OutboxRow>('select * from outbox where empresa_id = $1 order by created_at', [empresaId])).rows;
 
-  async function expectQueued(row: OutboxRow): Promise<void> {
+  /** `webhooksVersion`: the company's webhook count the job carries; undefined for a job the sweep rebuilt from the row, which has none. */
+  async function expectQueued(row: OutboxRow, webhooksVersion?: number): Promise<void> {
     const job = await queue.getJob(row.id);
     expect(job).toBeDefined();
     expect(job!.name).toBe(JOBS.shipmentEvent.name);
@@ -69,6 +71,7 @@ describe('the event outbox', () => {
       // The event's place in its shipment's history and its mode travel with it (X-SVC-Secuencia, X-SVC-Modo).
       ...(row.secuencia === null ? {} : { sequence: row.secuencia }),
       mode: row.modo,
+      ...(webhooksVersion === undefined ? {} : { webhooksVersion }),
     });
     expect(Number.isNaN(Date.parse(job!.data.committedAt))).toBe(false);
   }
@@ -100,7 +103,8 @@ describe('the event outbox', () => {
       ['GUIA_DEVOLUCION', 5],
     ]);
     expect(rows.every((r) => r.modo === 'live')).toBe(true);
-    for (const row of rows) await expectQueued(row);
+    // No webhook yet: the company's count is 0.
+    for (const row of rows) await expectQueued(row, 0);
     // A sandbox shipment's event goes the same way, marked test.
     expect((await createOne(gw, c.test)).status).toBe(201);
     await gw.deps.outboxRelay.drain();
@@ -109,7 +113,7 @@ describe('the event outbox', () => {
       return r.length === 1 && r[0]!.enviado_en !== null ? r[0] : undefined;
     });
     expect(sandbox).toMatchObject({ evento: 'GUIA_CREADA', secuencia: 1, sucursal_id: null });
-    await expectQueued(sandbox);
+    await expectQueued(sandbox, 0);
   });
 
   it('delivers an event whose first add failed: it stays unsent, then the sweep adds it', async () => {
@@ -153,5 +157,47 @@ describe('the event outbox', () => {
     expect(await queue.getJobCountByTypes('waiting', 'delayed', 'prioritized')).toBe(
       (await pool.query("select count(*)::int n from outbox where enviado_en is not null")).rows[0].n,
     );
+  });
+});
+
+describe('the webhook count an event carries', () => {
+  let fx: GatewayFixture;
+  beforeAll(async () => {
+    fx = await startGatewayFixture('outbox-count', { receiver: true });
+  });
+  afterAll(() => fx?.stop());
+
+  it('is the company count its own statement read: a change that routes or signs adds one, a description does not', async () => {
+    const { gw } = fx;
+    const queue = fx.queue<ShipmentEventJob>(JOBS.shipmentEvent.queue);
+    const c = await createCompany(gw, { planActivo: true, creditos: 100 });
+    let numeroGuia = '';
+    /** The count carried by the job of the event `emit` commits (the latest of the company's). */
+    const carried = async (emit: () => Promise<{ status: number }>): Promise<number | undefined> => {
+      expect((await emit()).status).toBeLessThan(300);
+      await gw.deps.outboxRelay.drain();
+      const { rows } = await fx.pool.query<{ id: string }>('select id from outbox where empresa_id = $1 order by created_at desc, secuencia desc limit 1', [c.id]);
+      return (await queue.getJob(rows[0]!.id))?.data.webhooksVersion;
+    };
+    const create = async () => {
+      const res = await createOne(gw, c.live);
+      numeroGuia = (res.body as { data: { numeroGuia: string } }).data.numeroGuia;
+      return res;
+    };
+    const patch = (id: string, body: object) => gw.http.patch(`/api/v1/webhooks/${id}`).set('Authorization', bearer(c.live)).send(body);
+
+    expect(await carried(create)).toBe(0);
+    const hook = await createWebhook(gw, c.live, fx.receiver!.url('/a'));
+    expect(await carried(create)).toBe(1);
+    expect((await patch(hook.id, { descripcion: 'solo texto' })).status).toBe(200);
+    expect(await carried(create)).toBe(1);
+    expect((await patch(hook.id, { url: fx.receiver!.url('/b') })).status).toBe(200);
+    expect(await carried(create)).toBe(2);
+    const rotated = await gw.http.post(`/api/v1/webhooks/${hook.id}/secreto`).set('Authorization', bearer(c.live)).send({});
+    expect(rotated.status).toBe(200);
+    // A transition's event (written by its own statement, not the creation's) carries it too.
+    expect(await carried(() => moveOn(gw, numeroGuia, { evento: 'GUIA_RECOLECTADA' }))).toBe(3);
+    expect((await gw.http.delete(`/api/v1/webhooks/${hook.id}`).set('Authorization', bearer(c.live))).status).toBe(200);
+    expect(await carried(create)).toBe(4);
   });
 });

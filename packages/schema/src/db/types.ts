@@ -111,6 +111,17 @@ export interface WebhooksTable {
   updated_at: Timestamp;
 }
 
+/**
+ * A company's count of changes to its webhooks' routing and signing columns, kept by a trigger on
+ * `webhooks` (migration 20261126090000). An event carries it as its transaction read it: routes
+ * read at this count or later are current for that event.
+ */
+export interface WebhookVersionsTable {
+  empresa_id: string;
+  /** bigint: pg returns it as a string. */
+  version: ColumnType<string, never, never>;
+}
+
 export interface EntregasTable {
   id: string;
   webhook_id: string;
@@ -166,6 +177,7 @@ export interface Database {
   guia_historial: GuiaHistorialTable;
   outbox: OutboxTable;
   webhooks: WebhooksTable;
+  webhook_versions: WebhookVersionsTable;
   entregas: EntregasTable;
   entrega_intentos: EntregaIntentosTable;
   idempotencia: IdempotenciaTable;

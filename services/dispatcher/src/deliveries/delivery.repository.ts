@@ -14,13 +14,30 @@ export interface RoutedDelivery<W> {
   existing: { id: string; estado: DeliveryState; intentos: number } | null;
 }
 
+/** A batch's routes, and each event's company webhook count as the read saw it. */
+export interface Routing<W> {
+  routes: RoutedDelivery<W>[];
+  /** By event id: the count the routes were read at (`webhook_versions`, 0 before any webhook). */
+  versions: Map<string, number>;
+}
+
 /**
- * The routes of a batch of events (`routed`: rows of event_id and a webhook's columns, among them
- * its id) with the original delivery each already has, in one read: a second run of an event
- * (a stalled job, the reconciler's re-queue) finds what the first one recorded.
+ * The routes of a batch of events (`routed`: rows of event_id, webhooks_version and a webhook's
+ * columns, among them its id, null where the event goes nowhere) with the original delivery each
+ * already has, in one read: a second run of an event (a stalled job, the reconciler's re-queue)
+ * finds what the first one recorded.
  */
-export async function findRoutedDeliveries<W extends { id: string }>(db: Db, routed: RawBuilder<W & { event_id: string }>): Promise<RoutedDelivery<W>[]> {
-  type Row = W & { event_id: string; entrega_id: string | null; entrega_estado: DeliveryState | null; entrega_intentos: number | null };
+export async function findRoutedDeliveries<W extends { id: string }>(
+  db: Db,
+  routed: RawBuilder<{ [K in keyof W]: W[K] | null } & { event_id: string; webhooks_version: string }>,
+): Promise<Routing<W>> {
+  type Row = { [K in keyof W]: W[K] | null } & {
+    event_id: string;
+    webhooks_version: string;
+    entrega_id: string | null;
+    entrega_estado: DeliveryState | null;
+    entrega_intentos: number | null;
+  };
   // Prepared: it runs for every batch of events, with the same text (arrays as parameters). Its
   // generic plan is made on a connection's first run and kept until the table is next analyzed:
   // planned while `entregas` held a few rows (a new database), a plain join hashed a sequential
@@ -37,14 +54,19 @@ export async function findRoutedDeliveries<W extends { id: string }>(db: Db, rou
       limit 1
     ) e on true`;
   const result = await db.executeQuery<Row>(prepared('find_routed_deliveries', query, db));
-  return result.rows.map((r) => {
-    const { event_id, entrega_id, entrega_estado, entrega_intentos, ...webhook } = r;
-    return {
+  const routes: RoutedDelivery<W>[] = [];
+  const versions = new Map<string, number>();
+  for (const r of result.rows) {
+    const { event_id, webhooks_version, entrega_id, entrega_estado, entrega_intentos, ...webhook } = r;
+    versions.set(event_id, Number(webhooks_version));
+    if (webhook.id === null) continue;
+    routes.push({
       eventId: event_id,
       webhook: webhook as unknown as W,
       existing: entrega_id !== null && entrega_estado !== null && entrega_intentos !== null ? { id: entrega_id, estado: entrega_estado, intentos: entrega_intentos } : null,
-    };
-  });
+    });
+  }
+  return { routes, versions };
 }
 
 /**

@@ -5,6 +5,7 @@ import { createMicroBatcher } from '../support/micro-batch';
 import { findRoutedDeliveries, insertNewDeliveries, type NewDelivery, type RoutedDelivery } from '../deliveries/delivery.repository';
 import type { DeliveryProcessor, DeliveryStep, FirstAttempt } from '../deliveries/delivery.worker';
 import { routedWebhooks, targetOf, type WebhookRow, type WebhookTarget } from '../webhooks/webhook.repository';
+import { createRoutesCache, type RouteKey } from '../webhooks/routes.cache';
 import { markFannedOut } from '../events/event.repository';
 
 export interface FanOut {
@@ -35,6 +36,25 @@ export const deliveryIdOf = (eventId: string, webhookId: string): string => uuid
  * unchanged. Waiting up to 30 ms for 6 saved no more.
  */
 const RECORD_LINGER = { ms: 20, items: 4 };
+
+/**
+ * Companies whose routes a dispatcher holds, and route keys (mode, branch, event) per company: a
+ * company's entry is a few rows per key, so 10,000 companies take a few MB at most.
+ */
+const ROUTES_CACHE = { companies: 10_000, keysPerCompany: 64 };
+
+/**
+ * Held routes are used only while Postgres answers the fan-out: one of its statements succeeded
+ * this recently, and none has failed and no connection was lost since. A first attempt made from held routes while Postgres is
+ * away could not be recorded, and would be sent again once it is back; without them the fan-out
+ * waits for Postgres before it sends, as when every event read its routes (test/readiness.test.ts).
+ * Under load the recorder commits every few tens of milliseconds; after a quiet second the next
+ * event reads.
+ */
+const POSTGRES_ANSWERED_WITHIN_MS = 1000;
+
+/** An event queued before events carried a mode is live: only live shipments emitted then. */
+const routeKeyOf = (e: ShipmentEventJob): RouteKey => ({ empresaId: e.empresaId, mode: e.mode ?? 'live', sucursalId: e.sucursalId, evento: e.evento });
 
 /** A batch of new deliveries to record, and the event to mark fanned out with them (null: not yet). */
 interface FanOutRecord {
@@ -67,31 +87,68 @@ export function createFanOut(deps: {
   db: Db;
   deliveries: Pick<DeliveryProcessor, 'attempt' | 'sendFirst' | 'settleFirst' | 'untilWritten'>;
   deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk'>;
+  /** Registers a listener for a connection to Postgres lost while idle (the pool's 'error'). */
+  onPostgresLost(listener: () => void): void;
 }): FanOut {
   const { db, deliveries, deliveryQueue } = deps;
+  const routesCache = createRoutesCache<WebhookRow>(ROUTES_CACHE);
+  /** When one of the fan-out's statements last succeeded; 0 once one has failed, or a connection was lost, since. */
+  let postgresAnsweredAt = 0;
+  deps.onPostgresLost(() => {
+    postgresAnsweredAt = 0;
+  });
+  const answered = <T>(statement: Promise<T>): Promise<T> =>
+    statement.then(
+      (result) => {
+        postgresAnsweredAt = Date.now();
+        return result;
+      },
+      (err: unknown) => {
+        postgresAnsweredAt = 0;
+        throw err;
+      },
+    );
 
   const router = createMicroBatcher<ShipmentEventJob, RoutedDelivery<WebhookRow>[]>(
     async (events) => {
       // A stalled job can be run twice at once; one entry per event is enough.
       const byId = new Map(events.map((e) => [e.eventId, e]));
-      // An event queued before events carried a mode is live: only live shipments emitted then.
       const routable = [...byId.values()].map((e) => ({ ...e, mode: e.mode ?? 'live' }));
-      const routes = await findRoutedDeliveries(db, routedWebhooks(routable));
+      const { routes, versions } = await answered(findRoutedDeliveries(db, routedWebhooks(routable)));
       const perEvent = new Map<string, RoutedDelivery<WebhookRow>[]>();
       for (const r of routes) {
         const list = perEvent.get(r.eventId);
         if (list) list.push(r);
         else perEvent.set(r.eventId, [r]);
       }
+      for (const e of byId.values()) {
+        const version = versions.get(e.eventId);
+        if (version !== undefined) routesCache.put(routeKeyOf(e), version, (perEvent.get(e.eventId) ?? []).map((r) => r.webhook));
+      }
       return events.map((e) => perEvent.get(e.eventId) ?? []);
     },
     { maxBatch: 200, maxInFlight: 2 },
   );
 
+  /**
+   * An event's routes from memory, without the read, when that is exact: on its job's first run
+   * (an earlier run, retried or stalled, may have recorded deliveries the read would find), for an
+   * event that carries its company's webhook count (one rebuilt from `outbox` does not), with
+   * routes held at that count or later, while Postgres answers (POSTGRES_ANSWERED_WITHIN_MS).
+   * Otherwise undefined: the routes are read.
+   * Bench at 200/s (bench/README.md, "seventh session"): <figures>.
+   */
+  function heldRoutes(job: Job<unknown>, event: ShipmentEventJob): RoutedDelivery<WebhookRow>[] | undefined {
+    if (job.attemptsStarted !== 1 || event.webhooksVersion === undefined) return undefined;
+    if (Date.now() - postgresAnsweredAt > POSTGRES_ANSWERED_WITHIN_MS) return undefined;
+    const held = routesCache.get(routeKeyOf(event), event.webhooksVersion);
+    return held?.map((webhook) => ({ eventId: event.eventId, webhook, existing: null }));
+  }
+
   const recorder = createMicroBatcher<FanOutRecord, Set<string>>(
     async (records) => {
       const eventIds = [...new Set(records.flatMap((r) => (r.eventId === null ? [] : [r.eventId])))];
-      const inserted = await insertNewDeliveries(db, records.flatMap((r) => r.rows), markFannedOut(eventIds));
+      const inserted = await answered(insertNewDeliveries(db, records.flatMap((r) => r.rows), markFannedOut(eventIds)));
       return records.map(() => inserted);
     },
     { maxBatch: 200, maxInFlight: 2, linger: RECORD_LINGER },
@@ -109,7 +166,7 @@ export function createFanOut(deps: {
 
   async function process(job: Job<unknown>): Promise<number> {
     const event = validPayload(JOBS.shipmentEvent, job);
-    const routes = await router.submit(event);
+    const routes = heldRoutes(job, event) ?? (await router.submit(event));
 
     const fresh: Array<{ d: DeliveryJob; target: WebhookTarget }> = [];
     const retries: DeliveryJob[] = [];

@@ -14,8 +14,10 @@ export interface RoutableEvent {
 }
 
 /**
- * The rows `(event_id uuid, ...WebhookRow)`: each event of a batch with every active webhook it
- * goes to and that webhook's target, as a fragment for the fan-out's read (one round trip per batch).
+ * The rows `(event_id uuid, webhooks_version, ...WebhookRow)`: each event of a batch with every
+ * active webhook it goes to and that webhook's target, and its company's webhook count as this read
+ * saw it, as a fragment for the fan-out's read (one round trip per batch). An event that goes
+ * nowhere still has one row, its webhook's columns null: the count says as of when it went nowhere.
  *
  * Routing: an event reaches webhooks of its own mode only (a sandbox shipment's, test webhooks; a
  * live one's, live webhooks). Within the mode, an event of the company reaches the webhooks with no
@@ -23,9 +25,9 @@ export interface RoutableEvent {
  * matches, so a company event skips branch webhooks). Subscription: an empty `eventos` takes every
  * event.
  */
-export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<WebhookRow & { event_id: string }> {
+export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<NullableWebhookRow & { event_id: string; webhooks_version: string }> {
   return sql`
-    select ev.event_id, w.*
+    select ev.event_id, coalesce(wv.version, 0) as webhooks_version, w.*
     from unnest(
       ${sql.val(events.map((e) => e.eventId))}::uuid[],
       ${sql.val(events.map((e) => e.evento))}::text[],
@@ -33,7 +35,8 @@ export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<Web
       ${sql.val(events.map((e) => e.sucursalId))}::uuid[],
       ${sql.val(events.map((e) => e.mode))}::text[]
     ) as ev(event_id, evento, empresa_id, sucursal_id, modo)
-    cross join lateral (
+    left join webhook_versions wv on wv.empresa_id = ev.empresa_id
+    left join lateral (
       select w.id, w.url, w.secret, w.secreto_anterior, w.secreto_anterior_expira_en, w.activo, w.modo
       from webhooks w
       where w.empresa_id = ev.empresa_id
@@ -44,7 +47,7 @@ export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<Web
       -- Not flattened: the statement's generic plan outlives the statistics it was made with, and
       -- each event must stay one probe of webhooks_routing_idx however many webhooks there are.
       offset 0
-    ) w`;
+    ) w on true`;
 }
 
 export interface WebhookTarget {
@@ -72,6 +75,9 @@ export interface WebhookRow {
   activo: boolean;
   modo: Modo;
 }
+
+/** A row of a left join: every column null where the event goes nowhere. */
+export type NullableWebhookRow = { [K in keyof WebhookRow]: WebhookRow[K] | null };
 
 export const targetOf = (r: WebhookRow): WebhookTarget => ({
   id: r.id,

@@ -9,6 +9,7 @@ import {
   type ShipmentEventJob,
   type Transaction,
 } from '@svc/schema';
+import { WEBHOOKS_VERSION_OF } from '../webhooks/webhook.repository';
 
 export interface NewEvent {
   evento: ShipmentEvent;
@@ -31,11 +32,14 @@ export type PendingJob = Omit<ShipmentEventJob, 'committedAt'>;
 export const outboxInsert = (select: string): string =>
   `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id, secuencia, modo) ${select}`;
 
-/** Writes events in the caller's transaction (the one that makes the change); returns their jobs. */
+/**
+ * Writes events in the caller's transaction (the one that makes the change); returns their jobs,
+ * each with its company's webhook count as this statement read it.
+ */
 export async function insertEvents(trx: Transaction, events: NewEvent[]): Promise<PendingJob[]> {
   if (events.length === 0) return [];
   const jobs: PendingJob[] = events.map((e) => ({ eventId: randomUUID(), ...e }));
-  await trx
+  const rows = await trx
     .insertInto('outbox')
     .values(
       jobs.map((j) => ({
@@ -49,8 +53,10 @@ export async function insertEvents(trx: Transaction, events: NewEvent[]): Promis
         modo: j.mode,
       })),
     )
+    .returning(['id', sql<string>`${sql.raw(WEBHOOKS_VERSION_OF('outbox.empresa_id'))}`.as('webhooks_version')])
     .execute();
-  return jobs;
+  const versions = new Map(rows.map((r) => [r.id, Number(r.webhooks_version)]));
+  return jobs.map((j) => ({ ...j, webhooksVersion: versions.get(j.eventId) ?? 0 }));
 }
 
 export async function markSent(db: Db, ids: string[]): Promise<void> {

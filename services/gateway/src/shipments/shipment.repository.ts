@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { guiaCreadaData, preparedQuery, type Db, type Estado, type Guia, type Modo, type ShipmentEvent, type Transaction } from '@svc/schema';
 import { CHARGE_SANDBOX_SHIPMENTS, CHARGE_SHIPMENTS, type ChargeParam } from '../companies/company.repository';
 import { outboxInsert } from '../outbox/outbox.repository';
+import { WEBHOOKS_VERSION_OF } from '../webhooks/webhook.repository';
 
 /** Whose shipments a caller may see: the company's of one mode, or only one branch's. */
 export interface ShipmentScope {
@@ -24,6 +25,8 @@ export interface NewShipment {
 export interface InsertedShipment {
   numeroGuia: string;
   createdAt: Date;
+  /** The company's webhook count as this statement read it: its GUIA_CREADA event's `webhooksVersion`. */
+  webhooksVersion: number;
 }
 
 export interface Owner {
@@ -95,7 +98,7 @@ with charged as (${live ? CHARGE_SHIPMENTS : CHARGE_SANDBOX_SHIPMENTS}), ${one ?
     select id, 'CREADA', 'GUIA_CREADA', created_at from inserted
   ),
   events as (${events})
-select numero_guia, created_at from inserted`);
+select numero_guia, created_at, ${WEBHOOKS_VERSION_OF('@empresa::uuid')} as webhooks_version from inserted`);
   return { name: `svc_create_guias_${live ? 'live' : 'test'}_${one ? 'one' : 'many'}`, text, params };
 }
 
@@ -150,17 +153,19 @@ export async function insertShipments(
     eventData: one && JSON.stringify(guiaCreadaData(one.numeroGuia)),
   };
   const { name, text, params } = CREATION[owner.modo][one ? 'one' : 'many'];
-  const result = await trx.executeQuery<{ numero_guia: string; created_at: Date }>(
+  const result = await trx.executeQuery<{ numero_guia: string; created_at: Date; webhooks_version: string }>(
     preparedQuery(
       name,
       text,
       params.map((p) => values[p] ?? null),
     ),
   );
-  if (result.rows.length === 0) return [];
-  if (one) return [{ numeroGuia: one.numeroGuia, createdAt: result.rows[0]!.created_at }];
+  const first = result.rows[0];
+  if (first === undefined) return [];
+  const webhooksVersion = Number(first.webhooks_version);
+  if (one) return [{ numeroGuia: one.numeroGuia, createdAt: first.created_at, webhooksVersion }];
   const byNumero = new Map(result.rows.map((r) => [r.numero_guia, r.created_at]));
-  return guias.map((g) => ({ numeroGuia: g.numeroGuia, createdAt: byNumero.get(g.numeroGuia)! }));
+  return guias.map((g) => ({ numeroGuia: g.numeroGuia, createdAt: byNumero.get(g.numeroGuia)!, webhooksVersion }));
 }
 
 /** True when the error is the unique index on numero_guia (a generated number already taken). */

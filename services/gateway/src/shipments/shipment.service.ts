@@ -103,12 +103,14 @@ export async function createShipments(
       extra: item.observaciones === undefined ? null : { observaciones: item.observaciones },
       eventId: randomUUID(),
     }));
+    let webhooksVersion = 0;
     const insert = async (trx: Deps['db']): Promise<SuccessEnvelope<unknown>> => {
       const inserted = await insertShipments(trx, owner, fresh, {
         requestId: ctx.requestId,
         sandboxDailyLimit: deps.config.sandboxDailyLimit,
       });
       if (inserted.length === 0) throw await refusal(deps, trx, owner, items.length);
+      webhooksVersion = inserted[0]!.webhooksVersion;
       const views = fresh.map((g, i) =>
         view({ ...g, estado: 'CREADA', sucursalId: owner.sucursalId, createdAt: inserted[i]!.createdAt }),
       );
@@ -128,6 +130,7 @@ export async function createShipments(
             requestId: ctx.requestId,
             sequence: 1,
             mode: owner.modo,
+            webhooksVersion,
           })),
         );
         metrics.outboxWritten.inc({ evento: 'GUIA_CREADA' }, items.length);

@@ -7,6 +7,7 @@ import * as deliveryLog from './20261123100000_delivery_log';
 import * as resendRotation from './20261123120000_resend_rotation';
 import * as sandboxParity from './20261124090000_sandbox_parity';
 import * as retention from './20261125090000_retention';
+import * as webhookVersions from './20261126090000_webhook_versions';
 
 /** Every migration by its timestamped name; a static list so bundlers and test runners see them. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '20261123120000_resend_rotation': resendRotation,
   '20261124090000_sandbox_parity': sandboxParity,
   '20261125090000_retention': retention,
+  '20261126090000_webhook_versions': webhookVersions,
 };
