@@ -9,7 +9,7 @@ import {
   type ShipmentEventJob,
   type Transaction,
 } from '@svc/schema';
-import { WEBHOOKS_VERSION_OF } from '../webhooks/webhook.repository';
+import { webhooksVersionSql } from '../webhooks/webhook.repository';
 
 export interface NewEvent {
   evento: ShipmentEvent;
@@ -53,7 +53,7 @@ export async function insertEvents(trx: Transaction, events: NewEvent[]): Promis
         modo: j.mode,
       })),
     )
-    .returning(['id', sql<string>`${sql.raw(WEBHOOKS_VERSION_OF('outbox.empresa_id'))}`.as('webhooks_version')])
+    .returning(['id', sql<string>`${sql.raw(webhooksVersionSql('outbox.empresa_id'))}`.as('webhooks_version')])
     .execute();
   const versions = new Map(rows.map((r) => [r.id, Number(r.webhooks_version)]));
   return jobs.map((j) => ({ ...j, webhooksVersion: versions.get(j.eventId) ?? 0 }));

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { guiaCreadaData, preparedQuery, type Db, type Estado, type Guia, type Modo, type ShipmentEvent, type Transaction } from '@svc/schema';
 import { CHARGE_SANDBOX_SHIPMENTS, CHARGE_SHIPMENTS, type ChargeParam } from '../companies/company.repository';
 import { outboxInsert } from '../outbox/outbox.repository';
-import { WEBHOOKS_VERSION_OF } from '../webhooks/webhook.repository';
+import { webhooksVersionSql } from '../webhooks/webhook.repository';
 
 /** Whose shipments a caller may see: the company's of one mode, or only one branch's. */
 export interface ShipmentScope {
@@ -98,7 +98,7 @@ with charged as (${live ? CHARGE_SHIPMENTS : CHARGE_SANDBOX_SHIPMENTS}), ${one ?
     select id, 'CREADA', 'GUIA_CREADA', created_at from inserted
   ),
   events as (${events})
-select numero_guia, created_at, ${WEBHOOKS_VERSION_OF('@empresa::uuid')} as webhooks_version from inserted`);
+select numero_guia, created_at, ${webhooksVersionSql('@empresa::uuid')} as webhooks_version from inserted`);
   return { name: `svc_create_guias_${live ? 'live' : 'test'}_${one ? 'one' : 'many'}`, text, params };
 }
 
