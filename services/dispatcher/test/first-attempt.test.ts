@@ -138,3 +138,10 @@ describe('dispatcher: a first attempt is sent, then recorded with its delivery',
     expect(await count(fx.pool, 'select count(*) n from entrega_intentos')).toBe(2);
   }, 30_000);
 });
+
+describe('delivery ids', () => {
+  it('stay what every earlier version computed, so a run after an upgrade sends again under the same id', () => {
+    // Computed with the namespace given as a string, as before it was given as bytes.
+    expect(deliveryIdOf('00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002')).toBe('e1716aa3-a2ff-59be-95c3-c29518259a0a');
+  });
+});
