@@ -48,6 +48,7 @@ const KNOWN_VALUES: Record<string, Record<string, readonly string[]>> = {
   svc_delivery_slots: { state: ['healthy', 'degraded'] satisfies SlotState[] },
   svc_delivery_waiting: { where: ['here', 'deferred'] },
   svc_delivery_deferrals_total: { reason: ['webhook_limit', 'degraded_limit', 'pool_reserve'] satisfies DeferReason[] },
+  svc_fanout_routes_total: { source: ['held', 'read'] },
 };
 
 function buildCatalog(): Map<string, MetricInfo> {
@@ -235,6 +236,7 @@ describe('metric names used by alerts and the dashboard', () => {
       'svc_delivery_slots',
       'svc_delivery_waiting',
       'svc_delivery_deferrals_total',
+      'svc_fanout_routes_total',
       'svc_webhooks_degraded',
       'svc_retention_removed_total',
     ];

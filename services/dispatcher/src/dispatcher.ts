@@ -94,7 +94,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     });
 
     const deliveries = createDeliveryProcessor({ db, sender, deliveryQueue, slots, metrics, logger });
-    const fanOut = createFanOut({ db, deliveries, deliveryQueue, onPostgresLost: (listener) => pool.on('error', listener) });
+    const fanOut = createFanOut({ db, deliveries, deliveryQueue, metrics, onPostgresLost: (listener) => pool.on('error', listener) });
 
     const workerOptions = {
       prefix: config.redisPrefix,

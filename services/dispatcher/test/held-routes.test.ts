@@ -133,5 +133,10 @@ describe('dispatcher: held routes', () => {
       'the lost event fanned out',
     );
     expect(fx.receiver.requests.filter((r) => r.path === '/moved').map((r) => r.rawBody.toString('utf8'))).toEqual([expect.stringContaining('SVCLOST0001')]);
+
+    // What SREs see: two events held (the second and third shipments), two read (the company's
+    // first, and the reconciler's).
+    const routed = (await fx.dispatcher.metrics.registry.getSingleMetric('svc_fanout_routes_total')!.get()).values;
+    expect(Object.fromEntries(routed.map((v) => [v.labels.source, v.value]))).toEqual({ held: 2, read: 2 });
   }, 60_000);
 });

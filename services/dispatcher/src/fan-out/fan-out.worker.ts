@@ -7,6 +7,7 @@ import type { DeliveryProcessor, DeliveryStep, FirstAttempt } from '../deliverie
 import { routedWebhooks, targetOf, type WebhookRow, type WebhookTarget } from '../webhooks/webhook.repository';
 import { createRoutesCache, type RouteKey } from '../webhooks/routes.cache';
 import { markFannedOut } from '../events/event.repository';
+import type { DispatcherMetrics } from '../observability/dispatcher-metrics';
 
 export interface FanOut {
   /** The processor of the shipment-events queue: resolves with the number of deliveries it found owed. */
@@ -94,6 +95,7 @@ export function createFanOut(deps: {
   deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk'>;
   /** Registers a listener for a connection to Postgres lost while idle (the pool's 'error'). */
   onPostgresLost(listener: () => void): void;
+  metrics: Pick<DispatcherMetrics, 'routes'>;
 }): FanOut {
   const { db, deliveries, deliveryQueue } = deps;
   const routesCache = createRoutesCache<WebhookRow>(ROUTES_CACHE);
@@ -173,7 +175,9 @@ export function createFanOut(deps: {
 
   async function process(job: Job<unknown>): Promise<number> {
     const event = validPayload(JOBS.shipmentEvent, job);
-    const routes = heldRoutes(job, event) ?? (await router.submit(event));
+    const held = heldRoutes(job, event);
+    deps.metrics.routes.inc({ source: held ? 'held' : 'read' });
+    const routes = held ?? (await router.submit(event));
 
     const fresh: Array<{ d: DeliveryJob; target: WebhookTarget }> = [];
     const retries: DeliveryJob[] = [];

@@ -48,6 +48,9 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
     if (age !== undefined) this.set(age);
   });
 
+  // Held routes (fan-out/fan-out.worker.ts): how often an event's routes came without a read.
+  const routes = m.counter('svc_fanout_routes_total', "Events routed by this dispatcher's fan-out, by source: held (routes it held at the event's webhook count or later, no read) or read (webhooks read)", ['source']);
+
   // Fair sharing (deliveries/webhook-slots.limiter.ts): who is held back, by state, never by webhook
   // (ids and URLs are unbounded; the log names the webhook when it becomes degraded or recovers).
   const deferrals = m.counter('svc_delivery_deferrals_total', "Deliveries put back in the queue until their webhook's turn (no attempt spent), by reason (webhook_limit, degraded_limit, pool_reserve)", ['reason']);
@@ -70,6 +73,7 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
   return {
     registry: m.registry,
     deferrals,
+    routes,
     jobsFailed,
     reconcilerRequeued,
     retentionRemoved,
