@@ -1,3 +1,6 @@
+import { Redis } from 'ioredis';
+import { JOBS, type ShipmentEventJob } from '@svc/schema';
+import { TEST_REDIS_URL } from '../../../test/support/env';
 import { eventually } from '../../../test/support/eventually';
 import { acceptedByStandard } from '../../../test/support/standard-webhooks';
 import { count, createOne, guia } from '../../../test/support/shipment-fixtures';
@@ -107,6 +110,33 @@ describe('dispatcher: held routes', () => {
     expect(subscribed.status).toBe(200);
     await ship([]);
   }, 60_000);
+
+  it('reads on a run after the first: an earlier run may have recorded what the held routes would send again', async () => {
+    await createWebhook(fx.gw, company.live, fx.receiver.url('/a'));
+    await ship(['/a']);
+    const [second] = await ship(['/a']);
+    const eventId = second!.headers['webhook-id'] as string;
+    const queue = fx.queue<ShipmentEventJob>(JOBS.shipmentEvent.queue);
+    const done = await queue.getJob(eventId);
+    expect(done?.data.webhooksVersion).toBe(1);
+
+    // The same counted job again, as a second start of it (a retry, a stalled job): BullMQ counts
+    // starts in the job's `ats`, which the delay leaves time to set before the worker takes it.
+    await queue.remove(eventId);
+    await queue.add(JOBS.shipmentEvent.name, done!.data, { ...JOBS.shipmentEvent.options, jobId: eventId, delay: 500 });
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      await redis.hincrby(queue.toKey(eventId), 'ats', 1);
+    } finally {
+      redis.disconnect();
+    }
+    await eventually(async () => (await queue.getJobState(eventId)) === 'completed', 10_000, 'the second run');
+    expect((await queue.getJob(eventId))?.attemptsStarted).toBe(2);
+    // It read, found the delivery recorded, and sent nothing.
+    expect(fx.receiver.requests.filter((r) => r.headers['webhook-id'] === eventId)).toHaveLength(1);
+    const routed = (await fx.dispatcher.metrics.registry.getSingleMetric('svc_fanout_routes_total')!.get()).values;
+    expect(Object.fromEntries(routed.map((v) => [v.labels.source, v.value]))).toEqual({ held: 1, read: 2 });
+  }, 30_000);
 
   it('takes held routes only on an event job that carries its count, on its first run', async () => {
     await createWebhook(fx.gw, company.live, fx.receiver.url('/a'));
