@@ -29,7 +29,10 @@ describe('dispatcher: a first attempt is sent, then recorded with its delivery',
   const webhookIds = new Map<string, string>();
 
   beforeEach(async () => {
-    fx = await startDispatcherFixture('first-attempt', { dispatcher: { logger: logs.logger } });
+    // Slots for every send of a batch at once (50: 25 per webhook, a reserve of 5): with the test
+    // default of 20, the 20 sends of `ship(10)` could reach the reserve, and a send deferred there
+    // has its row written before its first attempt, which these tests do not look at.
+    fx = await startDispatcherFixture('first-attempt', { dispatcher: { logger: logs.logger, env: { DISPATCHER_CONCURRENCY: '50' } } });
     company = await createCompany(fx.gw, { planActivo: true, creditos: 1000 });
     for (const path of ['/a', '/b']) {
       const res = await fx.gw.http.post('/api/v1/webhooks').set('Authorization', bearer(company.live)).send({ url: fx.receiver.url(path) });
