@@ -22,7 +22,7 @@ import { Redis } from 'ioredis';
 import { bulkJobs, JOBS, queueFor, type ShipmentEventJob } from '@svc/schema';
 import { cpuSnapshot, switchMeter, type Switches } from '../support/cpu';
 import { freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
-import { addEvents, ask, benchWebhooks, child, eventJob, now, sleep, waitDelivered } from '../support/dispatcher-bench';
+import { addEvents, ask, benchWebhooks, child, eventJob, now, sleep, waitDelivered, webhooksVersionSql } from '../support/dispatcher-bench';
 import { commandDelta, jobTimes, noscriptCommands, redisCommandStats, topCommands, type RedisCommandDelta } from '../support/redis-stats';
 import { deletePrefix } from '../../test/support/redis-prefix';
 
@@ -363,7 +363,7 @@ async function commitOutbox(pool: pg.Pool, job: ShipmentEventJob, counted: boole
     await client.query('begin');
     const insert = `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id) values ($1, $2, null, $3, $4, $5)`;
     const { rows } = await client.query<{ v: string }>(
-      counted ? `${insert} returning coalesce((select version from webhook_versions where empresa_id = $2), 0) as v` : insert,
+      counted ? `${insert} returning ${webhooksVersionSql('$2')} as v` : insert,
       [job.eventId, job.empresaId, job.evento, JSON.stringify(job.data), job.requestId],
     );
     if (counted) job.webhooksVersion = Number(rows[0]!.v);

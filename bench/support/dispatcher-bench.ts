@@ -39,6 +39,14 @@ export function ask<T>(c: ChildProcess, msg: object, key: string): Promise<T> {
 
 // ---- events -----------------------------------------------------------------------------------
 
+/**
+ * The company's webhook count as SQL text (`empresaId`: a parameter placeholder), as the gateway's
+ * event statement reads it. Written here rather than imported from the gateway so that the script
+ * still runs in a tree from before the count (A/B runs), where it is never called.
+ */
+export const webhooksVersionSql = (empresaId: string): string =>
+  `coalesce((select version from webhook_versions where empresa_id = ${empresaId}), 0)`;
+
 /** `webhooksVersion`: the company's webhook count, as the gateway's event carries it; left out for a tree before it existed. */
 export function eventJob(empresaId: string, i: number, committedAt: string, webhooksVersion?: number): ShipmentEventJob {
   return {
@@ -113,8 +121,6 @@ export async function benchWebhooks(
   // The count the gateway's events would carry; none in a tree from before it (an A/B run of this
   // script against an earlier commit), whose job contract refuses the field.
   const counted = (await db.query<{ t: string | null }>(`select to_regclass('webhook_versions')::text as t`)).rows[0]?.t != null;
-  const webhooksVersion = counted
-    ? Number((await db.query<{ v: string }>(`select coalesce((select version from webhook_versions where empresa_id = $1), 0) as v`, [empresaId])).rows[0]!.v)
-    : undefined;
+  const webhooksVersion = counted ? Number((await db.query<{ v: string }>(`select ${webhooksVersionSql('$1')} as v`, [empresaId])).rows[0]!.v) : undefined;
   return { empresaId, webhookIds, webhooksVersion };
 }

@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { prepared, type AttemptErrorClass, type Db, type DeliveryState, type EventName } from '@svc/schema';
+import type { NullableColumns } from '../webhooks/webhook.repository';
 
 /**
  * The dispatcher's side of deliveries (`entregas`): the rows a fan-out creates, and the attempts
@@ -29,9 +30,9 @@ export interface Routing<W> {
  */
 export async function findRoutedDeliveries<W extends { id: string }>(
   db: Db,
-  routed: RawBuilder<{ [K in keyof W]: W[K] | null } & { event_id: string; webhooks_version: string }>,
+  routed: RawBuilder<NullableColumns<W> & { event_id: string; webhooks_version: string }>,
 ): Promise<Routing<W>> {
-  type Row = { [K in keyof W]: W[K] | null } & {
+  type Row = NullableColumns<W> & {
     event_id: string;
     webhooks_version: string;
     entrega_id: string | null;

@@ -76,8 +76,11 @@ export interface WebhookRow {
   modo: Modo;
 }
 
-/** A row of a left join: every column null where the event goes nowhere. */
-export type NullableWebhookRow = { [K in keyof WebhookRow]: WebhookRow[K] | null };
+/** The columns of a left join's right side: every one null where the row had no match. */
+export type NullableColumns<T> = { [K in keyof T]: T[K] | null };
+
+/** A routing row's webhook: every column null where the event goes nowhere. */
+export type NullableWebhookRow = NullableColumns<WebhookRow>;
 
 export const targetOf = (r: WebhookRow): WebhookTarget => ({
   id: r.id,
