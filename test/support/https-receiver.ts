@@ -57,6 +57,8 @@ export interface ResponsePlan {
   reset?: boolean;
   /** Sends the status line, headers and a first chunk of the body, then never finishes it. */
   stallBody?: boolean;
+  /** Sends the status line, headers and a first chunk of the body, then destroys the connection. */
+  breakBody?: boolean;
 }
 
 /** A fixed plan, a sequence used in turn (the last one repeats), or a function of the request. */
@@ -147,8 +149,10 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
     const headers: Record<string, string> = { 'content-type': 'text/plain', ...plan.headers };
     if (plan.location !== undefined) headers.location = plan.location;
     res.writeHead(plan.status ?? 200, headers);
-    if (plan.stallBody === true) {
+    if (plan.stallBody === true || plan.breakBody === true) {
       res.write(plan.body ?? 'partial');
+      // After the chunk has left, so that the client reads it before the connection ends.
+      if (plan.breakBody === true) setTimeout(() => res.socket?.destroy(), 50);
       return;
     }
     res.end(plan.body ?? 'ok');

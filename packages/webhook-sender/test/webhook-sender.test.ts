@@ -76,7 +76,7 @@ describe('status codes', () => {
   it('a 2xx with a large body still succeeds (the body is read up to a bound, then dropped)', async () => {
     receiver.respond('/big', { status: 200, body: 'y'.repeat(300 * 1024) });
     const outcome = await sender.send(receiver.url('/big'), '{}', JSON_HEADERS);
-    expect(outcome).toMatchObject({ ok: true, statusCode: 200, result: '2xx' });
+    expect(outcome).toMatchObject({ ok: true, statusCode: 200, result: '2xx', response: 'y'.repeat(1024) });
     // The connection stays usable for the next send (a new one if the old was dropped).
     const next = await sender.send(receiver.url('/after-big'), '{}', JSON_HEADERS);
     expect(next.ok).toBe(true);
@@ -112,6 +112,19 @@ describe('timeouts and network failures', () => {
     receiver.respond('/stall5', { status: 503, stallBody: true });
     const outcome = await sender.send(receiver.url('/stall5'), '{}', JSON_HEADERS);
     expect(outcome).toMatchObject({ ok: false, statusCode: 503, result: '5xx' });
+  });
+
+  it('a 2xx whose body breaks off is a network failure: a success counts only once its whole answer came', async () => {
+    receiver.respond('/broken', { status: 200, breakBody: true });
+    const outcome = await sender.send(receiver.url('/broken'), '{}', JSON_HEADERS);
+    expect(outcome).toMatchObject({ ok: false, statusCode: 0, result: 'network', error: 'CONNECTION', message: 'the answer broke off' });
+    expect(outcome.durationMs).toBeLessThan(900);
+  });
+
+  it('a 5xx whose body breaks off keeps its status and what came of its body', async () => {
+    receiver.respond('/broken5', { status: 502, breakBody: true, body: 'upstream gone' });
+    const outcome = await sender.send(receiver.url('/broken5'), '{}', JSON_HEADERS);
+    expect(outcome).toMatchObject({ ok: false, statusCode: 502, result: '5xx', error: 'HTTP_STATUS', response: 'upstream gone' });
   });
 
   it('a slow 2xx inside timeoutMs succeeds', async () => {

@@ -25,6 +25,18 @@ describe('Standard Webhooks signatures', () => {
     }
   });
 
+  it('stay right for each secret when more secrets sign than the derived keys kept (1000)', () => {
+    const secrets = Array.from({ length: 1100 }, () => `whsec_${randomBytes(32).toString('base64')}`);
+    const seconds = nowSeconds();
+    // Twice over: the second round finds the first keys evicted and the last ones kept.
+    for (const round of [1, 2]) {
+      for (const secret of secrets) {
+        const signature = signStandard(ID, seconds, BODY, secret);
+        expect({ round, same: signature === new Webhook(secret).sign(ID, new Date(seconds * 1000), BODY) }).toEqual({ round, same: true });
+      }
+    }
+  });
+
   it('sign a Buffer and a string of the same text alike (multi-byte UTF-8 included)', () => {
     const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const text = '{"motivo":"Dirección ñ € 😀"}';

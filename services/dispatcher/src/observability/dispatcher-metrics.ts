@@ -70,6 +70,10 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
     if (slots) this.set(slots.stats().degradedWebhooks);
   });
 
+  // Children bound on first use, by label values: a delivery's counts then hash no label object.
+  const attemptsBy = new Map<AttemptResult, ReturnType<typeof attempts.labels>>();
+  const deliveriesBy = new Map<string, ReturnType<typeof deliveries.labels>>();
+
   return {
     registry: m.registry,
     deferrals,
@@ -82,8 +86,17 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
     attemptDuration,
     eventToDelivery,
     attempt(result: AttemptResult, durationMs: number): void {
-      attempts.inc({ result });
+      let child = attemptsBy.get(result);
+      if (child === undefined) attemptsBy.set(result, (child = attempts.labels({ result })));
+      child.inc();
       attemptDuration.observe(durationMs / 1000);
+    },
+    /** A delivery ended: counted once, by event and outcome. */
+    delivered(evento: string, outcome: 'success' | 'failure'): void {
+      const key = `${evento} ${outcome}`;
+      let child = deliveriesBy.get(key);
+      if (child === undefined) deliveriesBy.set(key, (child = deliveries.labels({ evento, outcome })));
+      child.inc();
     },
   };
 }
