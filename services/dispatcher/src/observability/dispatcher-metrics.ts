@@ -18,6 +18,16 @@ export interface BacklogAges {
   oldestUnfannedEvent(): Promise<number>;
 }
 
+/** `make(key)`, made once per key and kept: label values are few and bounded. */
+function boundOnce<K, V>(make: (key: K) => V): (key: K) => V {
+  const made = new Map<K, V>();
+  return (key) => {
+    let value = made.get(key);
+    if (value === undefined) made.set(key, (value = make(key)));
+    return value;
+  };
+}
+
 export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; backlog?: BacklogAges; slots?: Pick<WebhookSlots, 'stats'> } = {}) {
   const { queueCounts, backlog, slots } = sources;
   const m = createServiceMetrics('dispatcher');
@@ -71,8 +81,8 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
   });
 
   // Children bound on first use, by label values: a delivery's counts then hash no label object.
-  const attemptsBy = new Map<AttemptResult, ReturnType<typeof attempts.labels>>();
-  const deliveriesBy = new Map<string, ReturnType<typeof deliveries.labels>>();
+  const attemptsBy = boundOnce((result: AttemptResult) => attempts.labels({ result }));
+  const deliveriesBy = boundOnce((evento: string) => boundOnce((outcome: 'success' | 'failure') => deliveries.labels({ evento, outcome })));
 
   return {
     registry: m.registry,
@@ -86,17 +96,12 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
     attemptDuration,
     eventToDelivery,
     attempt(result: AttemptResult, durationMs: number): void {
-      let child = attemptsBy.get(result);
-      if (child === undefined) attemptsBy.set(result, (child = attempts.labels({ result })));
-      child.inc();
+      attemptsBy(result).inc();
       attemptDuration.observe(durationMs / 1000);
     },
     /** A delivery ended: counted once, by event and outcome. */
     delivered(evento: string, outcome: 'success' | 'failure'): void {
-      const key = `${evento} ${outcome}`;
-      let child = deliveriesBy.get(key);
-      if (child === undefined) deliveriesBy.set(key, (child = deliveries.labels({ evento, outcome })));
-      child.inc();
+      deliveriesBy(evento)(outcome).inc();
     },
   };
 }
