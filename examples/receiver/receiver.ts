@@ -6,7 +6,8 @@ import { DEFAULT_TOLERANCE_SECONDS, verifyDelivery, type VerifyFailureReason } f
 
 /**
  * A small HTTPS webhook receiver: verifies every delivery with @svc/webhook-signature and logs one
- * line per delivery. Run it from the repository's root (README.md, "Receiving webhooks on your machine"):
+ * line per delivery, saying which signature matched (the webhook's current or previous secret) and
+ * which of its own secrets verified it. Run it from the repository's root (README.md, "Quick start"):
  *
  *   WEBHOOK_SECRET=whsec_... node --import tsx examples/receiver/receiver.ts
  *
@@ -66,14 +67,33 @@ function answer(res: ServerResponse, status: number, body: object): void {
   res.end(JSON.stringify(body));
 }
 
+/**
+ * Which of the sender's signatures matched: `current` (X-SVC-Signature, or the first entry of
+ * webhook-signature), keyed with the webhook's current secret, or `previous` (X-SVC-Signature-Anterior,
+ * or the second entry), keyed with the secret it had before a rotation, sent only during the overlap.
+ * Verifying again with the previous-secret signatures left out tells them apart through the kit's
+ * own constant-time checks; a receiver that logs `previous` is still on the old secret.
+ */
+function signatureMatched(req: IncomingMessage, rawBody: Buffer, secret: string, now: number): 'current' | 'previous' {
+  const headers = { ...req.headers };
+  delete headers['x-svc-signature-anterior'];
+  const standard = headers['webhook-signature'];
+  if (typeof standard === 'string') headers['webhook-signature'] = standard.split(' ')[0];
+  return verifyDelivery({ rawBody, headers, secrets: [secret], toleranceSeconds, now }).ok ? 'current' : 'previous';
+}
+
 function handle(req: IncomingMessage, res: ServerResponse, rawBody: Buffer): void {
-  const result = verifyDelivery({ rawBody, headers: req.headers, secrets, toleranceSeconds });
+  const now = Date.now();
+  const result = verifyDelivery({ rawBody, headers: req.headers, secrets, toleranceSeconds, now });
   // X-SVC-Modo: `live`, or `test` for sandbox events; X-SVC-Secuencia: the event's place in its shipment's history.
   const context = `webhook-id=${one(req, 'webhook-id')} modo=${one(req, 'x-svc-modo')} secuencia=${one(req, 'x-svc-secuencia')}`;
   if (result.ok) {
     // Which of this receiver's secrets matched (during a rotation, either may).
     const secret = result.secretIndex === 0 ? 'WEBHOOK_SECRET' : 'WEBHOOK_SECRET_PREVIOUS';
-    console.log(`${new Date().toISOString()} VALID ${result.event} ${context} delivery=${result.payload.webhookId} scheme=${result.scheme} secret=${secret}`);
+    const signature = signatureMatched(req, rawBody, secrets[result.secretIndex] ?? '', now);
+    console.log(
+      `${new Date(now).toISOString()} VALID ${result.event} ${context} delivery=${result.payload.webhookId} scheme=${result.scheme} signature=${signature} secret=${secret}`,
+    );
     answer(res, 200, { received: true });
     return;
   }

@@ -13,9 +13,9 @@ import { startDispatcherFixture, type DispatcherFixture } from '../support/test-
 import { createWebhook } from '../support/webhook-fixtures';
 
 /**
- * examples/receiver run by its documented command (README.md, "Receiving webhooks on your machine"),
- * as a child process with the test certificate, receiving real deliveries from the dispatcher (a
- * shipment's events, a PING, a secret rotation seen from the old and from the new secret), and
+ * examples/receiver run by its documented command (README.md, "Quick start"), as a child process with
+ * the test certificate, receiving real deliveries from the dispatcher (a shipment's events, a PING, a
+ * secret rotation seen from the old and from the new secret, saying which signature matched), and
  * refusing a wrong secret, a tampered body and a stale (replayed) delivery.
  */
 
@@ -63,7 +63,7 @@ async function lineWith(...patterns: RegExp[]): Promise<string> {
 
 beforeAll(async () => {
   port = await freePort();
-  // The loopback settings of README.md: the gateway sends PINGs, the dispatcher everything else.
+  // The loopback settings of the README's quick start: the gateway sends PINGs, the dispatcher everything else.
   const loopback = { DISPATCH_HOST_MAP: 'receiver.test=127.0.0.1', DISPATCH_ALLOW_CIDRS: '127.0.0.0/8' };
   fx = await startDispatcherFixture('example-receiver', { gateway: { env: loopback }, dispatcher: { env: loopback } });
   company = await createCompany(fx.gw, { planActivo: true, creditos: 100 });
@@ -107,7 +107,7 @@ describe('deliveries from the dispatcher', () => {
     expect(created.status).toBe(201);
     numeroGuia = (created.body as { data: { numeroGuia: string } }).data.numeroGuia;
     const line = await lineWith(/ VALID GUIA_CREADA /);
-    expect(line).toMatch(/ VALID GUIA_CREADA webhook-id=[0-9a-f-]{36} modo=live secuencia=1 delivery=[0-9a-f-]{36} scheme=svc secret=WEBHOOK_SECRET$/);
+    expect(line).toMatch(/ VALID GUIA_CREADA webhook-id=[0-9a-f-]{36} modo=live secuencia=1 delivery=[0-9a-f-]{36} scheme=svc signature=current secret=WEBHOOK_SECRET$/);
     const delivery = line.match(/delivery=(\S+)/)![1]!;
     await eventually(
       async () => {
@@ -123,10 +123,10 @@ describe('deliveries from the dispatcher', () => {
     const res = await api('post', `/webhooks/${webhook.id}/test`);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ data: { exitoso: true, statusCode: 200 } });
-    expect(await lineWith(/ VALID PING /)).toMatch(/ VALID PING webhook-id=\S+ modo=live secuencia=- delivery=\S+ scheme=svc/);
+    expect(await lineWith(/ VALID PING /)).toMatch(/ VALID PING webhook-id=\S+ modo=live secuencia=- delivery=\S+ scheme=svc signature=current secret=WEBHOOK_SECRET$/);
   });
 
-  it('after a rotation, still verifies with the old secret only (X-SVC-Signature-Anterior), then with the new one and the old as WEBHOOK_SECRET_PREVIOUS', async () => {
+  it('after a rotation, still verifies with the old secret only (X-SVC-Signature-Anterior: signature=previous), then with the new one and the old as WEBHOOK_SECRET_PREVIOUS (signature=current)', async () => {
     const rotated = await api('post', `/webhooks/${webhook.id}/secreto`, { solaparHoras: 1 });
     expect(rotated.status).toBe(200);
     const newSecret = (rotated.body as { data: { secret: string } }).data.secret;
@@ -135,16 +135,16 @@ describe('deliveries from the dispatcher', () => {
     await new Promise((r) => setTimeout(r, 1500));
 
     expect((await moveOn(fx.gw, numeroGuia, { evento: 'GUIA_RECOLECTADA' })).status).toBe(200);
-    expect(await lineWith(/ VALID GUIA_RECOLECTADA /)).toMatch(/ modo=live secuencia=2 .* secret=WEBHOOK_SECRET$/);
+    expect(await lineWith(/ VALID GUIA_RECOLECTADA /)).toMatch(/ modo=live secuencia=2 .* scheme=svc signature=previous secret=WEBHOOK_SECRET$/);
 
     await startReceiver({ WEBHOOK_SECRET: newSecret, WEBHOOK_SECRET_PREVIOUS: webhook.secret });
     expect((await moveOn(fx.gw, numeroGuia, { evento: 'GUIA_EN_BODEGA' })).status).toBe(200);
-    expect(await lineWith(/ VALID GUIA_EN_BODEGA /)).toMatch(/ secuencia=3 .* scheme=svc secret=WEBHOOK_SECRET$/);
+    expect(await lineWith(/ VALID GUIA_EN_BODEGA /)).toMatch(/ secuencia=3 .* scheme=svc signature=current secret=WEBHOOK_SECRET$/);
 
     // The new secret alone verifies too (the overlap is for receivers still on the old one).
     await startReceiver({ WEBHOOK_SECRET: newSecret });
     expect((await moveOn(fx.gw, numeroGuia, { evento: 'GUIA_EN_RUTA' })).status).toBe(200);
-    expect(await lineWith(/ VALID GUIA_EN_RUTA /)).toMatch(/ secuencia=4 .* secret=WEBHOOK_SECRET$/);
+    expect(await lineWith(/ VALID GUIA_EN_RUTA /)).toMatch(/ secuencia=4 .* scheme=svc signature=current secret=WEBHOOK_SECRET$/);
     webhook = { ...webhook, secret: newSecret };
   }, 60_000);
 });
@@ -211,6 +211,22 @@ describe('refusals: 4xx and an INVALID line with the reason', () => {
     const unsigned = Object.fromEntries(Object.entries(headers).filter(([name]) => !name.includes('signature')));
     expect((await sender.send(url(), body, unsigned)).statusCode).toBe(401);
     expect(await lineWith(new RegExp(`webhook-id=${eventId} `))).toMatch(/ reason=missing_signature$/);
+  });
+
+  it('says which webhook-signature entry matched: the first (current secret) or the one after it (previous secret)', async () => {
+    const other = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+    for (const [order, expected] of [
+      [[webhook.secret, other], 'current'],
+      [[other, webhook.secret], 'previous'],
+    ] as const) {
+      const eventId = randomUUID();
+      const { body, headers } = signed(webhook.secret, new Date(), eventId);
+      // Standard Webhooks only, as during a rotation: the current secret's entry first, the previous one's after a space.
+      const standardOnly = Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'x-svc-signature'));
+      standardOnly['webhook-signature'] = standardSignatureHeader(eventId, Number(headers['webhook-timestamp']), body, [...order]);
+      expect((await sender.send(url(), body, standardOnly)).statusCode).toBe(200);
+      expect(await lineWith(new RegExp(`webhook-id=${eventId} `))).toMatch(new RegExp(` VALID GUIA_ENTREGADA .* scheme=standard signature=${expected} secret=WEBHOOK_SECRET$`));
+    }
   });
 
   it('the same delivery, fresh and untouched, is valid (control)', async () => {
