@@ -79,7 +79,7 @@ afterAll(async () => {
 
 it('the README documents the command this test runs', () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.split('## Receiving webhooks on your machine')[1]?.split('\n## ')[0] ?? '';
+  const section = readme.split('\n## Quick start')[1]?.split('\n## ')[0] ?? '';
   expect(section).toContain(COMMAND);
   expect(readFileSync(join(ROOT, 'examples/receiver/README.md'), 'utf8')).toContain(COMMAND);
 });

@@ -236,7 +236,7 @@ describe('the whole stack through `pnpm start`', () => {
       expect.objectContaining({ requestId: trace, deliveryId: payload.webhookId, webhookId: hookId, outcome: 'success', evento: 'GUIA_CREADA' }),
     );
 
-    // The sandbox journey of the README: a test webhook, a sandbox shipment, `simular` to ENTREGADO,
+    // The sandbox journey of docs/integrators.md: a test webhook, a sandbox shipment, `simular` to ENTREGADO,
     // every event received with X-SVC-Modo: test and verified; none reaches the live webhook.
     const sandboxHook = await call('POST', '/api/v1/webhooks', rotated.test, { url: receiver.url('/e2e-sandbox') });
     expect(sandboxHook.status).toBe(201);

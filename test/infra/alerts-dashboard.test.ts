@@ -8,6 +8,7 @@ import { createGatewayMetrics } from '../../services/gateway/src/observability/g
 import { createDispatcherMetrics, QUEUE_STATES } from '../../services/dispatcher/src/observability/dispatcher-metrics';
 import type { AuthEvents } from '../../services/gateway/src/auth/auth-events';
 import type { DeferReason, SlotState } from '../../services/dispatcher/src/deliveries/webhook-slots.limiter';
+import { githubSlug, headings } from '../support/markdown';
 import { catalogFromRegistry, checkExpr, templateLabels, TARGET_LABELS, type MetricInfo } from './promql';
 
 const root = join(__dirname, '../..');
@@ -111,34 +112,6 @@ const withPromtool = promtool ? it : it.skip;
 // Debian's prometheus-alertmanager package.
 const amtool = findTool('amtool');
 const withAmtool = amtool ? it : it.skip;
-
-/** GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`. */
-const githubSlug = (heading: string): string =>
-  heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .replace(/\s/g, '-');
-
-/** A Markdown file's headings (outside code fences) with their level and GitHub anchor, in order. */
-function headings(markdown: string): Array<{ level: number; text: string; slug: string; at: number }> {
-  const found: Array<{ level: number; text: string; slug: string; at: number }> = [];
-  const seen = new Map<string, number>();
-  let fenced = false;
-  let at = 0;
-  for (const line of markdown.split('\n')) {
-    if (/^\s*```/.test(line)) fenced = !fenced;
-    const m = !fenced && line.match(/^(#{1,6})\s+(.+?)\s*#*\s*$/);
-    if (m) {
-      const base = githubSlug(m[2]!);
-      const n = seen.get(base) ?? 0;
-      seen.set(base, n + 1);
-      found.push({ level: m[1]!.length, text: m[2]!, slug: n ? `${base}-${n}` : base, at });
-    }
-    at += line.length + 1;
-  }
-  return found;
-}
 
 describe('metric names used by alerts and the dashboard', () => {
   const catalog = buildCatalog();
@@ -431,27 +404,26 @@ describe('the runbook (docs/runbook.md)', () => {
     expect(problems).toEqual([]);
   });
 
-  it('the README lists every alert in its Alerts table, and its "Running in production" links the table and the runbook', () => {
-    const readme = read('README.md');
-    const table = readme.slice(readme.indexOf('| alert | severity |')).split(/\n\s*\n/)[0]!;
+  it('docs/operations.md lists every alert in its Alerts table, and its "Running in production" links the table and the runbook', () => {
+    const operations = read('docs/operations.md');
+    const table = operations.slice(operations.indexOf('| alert | severity |')).split(/\n\s*\n/)[0]!;
     expect([...table.matchAll(/^\| ([A-Z]\w+) \|/gm)].map((m) => m[1]).sort()).toEqual(rules.map((r) => r.alert).sort());
-    const readmeHeads = headings(readme);
-    const at = readmeHeads.findIndex((h) => h.text === 'Running in production');
+    const operationsHeads = headings(operations);
+    const at = operationsHeads.findIndex((h) => h.text === 'Running in production');
     expect(at).toBeGreaterThan(0);
-    const section = readme.slice(readmeHeads[at]!.at, readmeHeads[at + 1]?.at);
-    expect(section).toContain('(docs/runbook.md)');
+    const section = operations.slice(operationsHeads[at]!.at, operationsHeads[at + 1]?.at);
+    expect(section).toContain('(runbook.md)');
     expect(section).toMatch(/noeviction/);
     for (const [, anchor] of section.matchAll(/\]\(#([^)]+)\)/g)) {
-      expect({ anchor, exists: readmeHeads.some((h) => h.slug === anchor) }).toEqual({ anchor, exists: true });
+      expect({ anchor, exists: operationsHeads.some((h) => h.slug === anchor) }).toEqual({ anchor, exists: true });
     }
     expect(section).toContain('](#alerts-infraprometheusalertsyml)');
   });
 
-  it('links only to anchors that exist, in itself and in the README', () => {
+  it('links only to anchors that exist, in itself and in the other docs', () => {
     const own = new Set(heads.map((h) => h.slug));
-    const readme = new Set(headings(read('README.md')).map((h) => h.slug));
-    for (const [, file, anchor] of runbook.matchAll(/\]\(((?:\.\.\/README\.md)?)#([^)]+)\)/g)) {
-      const known = file ? readme : own;
+    for (const [, file, anchor] of runbook.matchAll(/\]\(((?:[\w.-]+\.md)?)#([^)]+)\)/g)) {
+      const known = file ? new Set(headings(read(`docs/${file}`)).map((h) => h.slug)) : own;
       expect({ link: `${file}#${anchor}`, exists: known.has(anchor!) }).toEqual({ link: `${file}#${anchor}`, exists: true });
     }
   });

@@ -91,25 +91,28 @@ const settingsTable = (markdown: string): Set<string> => {
 };
 
 /**
- * Settings operations.md already lists but no code reads yet, each with the issue that builds it.
- * The README documents only what works, so these are left out of its table until they land; the
- * test below fails as soon as one is documented or read, so the entry is removed with the work.
+ * Settings operations.md already lists but no code reads yet, each with the issue that builds it,
+ * left out of docs/operations.md's settings table until they land; the test below fails as soon as
+ * one is documented or read, so the entry is removed with the work.
  */
 const NOT_YET_BUILT: Record<string, string> = {
 };
 
 const SPEC_PATH = join(root, '../shared/spec/operations.md');
+/** Where the project documents every setting. */
+const SETTINGS_DOC = 'docs/operations.md';
 
 /**
- * The settings table of the README, which carries every variable of operations.md's table (the names
- * tools outside the project rely on) but those `NOT_YET_BUILT`. The spec lives beside the repository,
- * not in it: where it is reachable the README is checked against it, so a clean clone still tests the rest.
+ * The settings table of docs/operations.md, which carries every variable of the spec operations.md's
+ * table (the names tools outside the project rely on) but those `NOT_YET_BUILT`. The spec lives beside
+ * the repository, not in it: where it is reachable the table is checked against it, so a clean clone
+ * still tests the rest.
  */
 function operationsSettings(): Set<string> {
-  const documented = settingsTable(read('README.md'));
+  const documented = settingsTable(read(SETTINGS_DOC));
   if (existsSync(SPEC_PATH)) {
     const missing = [...settingsTable(readFileSync(SPEC_PATH, 'utf8'))].filter((k) => !documented.has(k) && !(k in NOT_YET_BUILT));
-    expect({ missingFromReadme: missing }).toEqual({ missingFromReadme: [] });
+    expect({ missingFromSettingsTable: missing }).toEqual({ missingFromSettingsTable: [] });
   }
   return documented;
 }
@@ -254,12 +257,12 @@ describe('docker-compose.yml', () => {
     expect(environment('migrate').DATABASE_URL).toBe(environment('gateway').DATABASE_URL);
   });
 
-  it('leaves out of the README only spec settings not built yet, each naming its issue; none of them documented or read', () => {
-    const documented = settingsTable(read('README.md'));
+  it('leaves out of the settings table only spec settings not built yet, each naming its issue; none of them documented or read', () => {
+    const documented = settingsTable(read(SETTINGS_DOC));
     const readByAny = new Set(SERVICES.flatMap((svc) => [...settingsReadBy(`services/${svc}/src/config.ts`)]));
     for (const [name, issue] of Object.entries(NOT_YET_BUILT)) {
       expect({ name, issue }).toEqual({ name, issue: expect.stringMatching(/^issue \d+/) });
-      // Built: document it in the README's table and drop it from NOT_YET_BUILT.
+      // Built: document it in docs/operations.md's table and drop it from NOT_YET_BUILT.
       expect({ name, documented: documented.has(name), read: readByAny.has(name) }).toEqual({ name, documented: false, read: false });
     }
     if (existsSync(SPEC_PATH)) {
