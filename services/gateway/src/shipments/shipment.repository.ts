@@ -1,16 +1,9 @@
 import { sql } from 'kysely';
-import { guiaCreadaData, preparedQuery, type Db, type Estado, type Guia, type Modo, type ShipmentEvent, type Transaction } from '@svc/schema';
+import { guiaCreadaData, preparedQuery, type Db, type Estado, type Guia, type ShipmentEvent, type Transaction } from '@svc/schema';
+import type { CompanyScope } from '../companies/company-scope';
 import { CHARGE_SANDBOX_SHIPMENTS, CHARGE_SHIPMENTS, type ChargeParam } from '../companies/company.repository';
 import { outboxInsert } from '../outbox/outbox.repository';
 import { webhooksVersionSql } from '../webhooks/webhook.repository';
-
-/** Whose shipments a caller may see: the company's of one mode, or only one branch's. */
-export interface ShipmentScope {
-  empresaId: string;
-  modo: Modo;
-  /** Set for a branch token: only that branch's shipments. */
-  sucursalId: string | null;
-}
 
 export interface NewShipment {
   numeroGuia: string;
@@ -27,12 +20,6 @@ export interface InsertedShipment {
   createdAt: Date;
   /** The company's webhook count as this statement read it: its GUIA_CREADA event's `webhooksVersion`. */
   webhooksVersion: number;
-}
-
-export interface Owner {
-  empresaId: string;
-  sucursalId: string | null;
-  modo: Modo;
 }
 
 /*
@@ -118,7 +105,7 @@ const CREATION = {
  */
 export async function insertShipments(
   trx: Db,
-  owner: Owner,
+  owner: CompanyScope,
   guias: NewShipment[],
   context: { requestId: string | null; sandboxDailyLimit: number },
 ): Promise<InsertedShipment[]> {
@@ -175,7 +162,7 @@ export function isNumeroGuiaTaken(err: unknown): boolean {
 }
 
 /** One page of the caller's shipments, newest first, strictly older than `beforeId` when given. */
-export async function listShipments(db: Db, scope: ShipmentScope, limit: number, beforeId: string | undefined): Promise<Guia[]> {
+export async function listShipments(db: Db, scope: CompanyScope, limit: number, beforeId: string | undefined): Promise<Guia[]> {
   let q = db.selectFrom('guias').selectAll().where('empresa_id', '=', scope.empresaId).where('modo', '=', scope.modo);
   if (scope.sucursalId) q = q.where('sucursal_id', '=', scope.sucursalId);
   if (beforeId !== undefined) q = q.where('id', '<', beforeId);
@@ -183,7 +170,7 @@ export async function listShipments(db: Db, scope: ShipmentScope, limit: number,
 }
 
 /** A shipment the caller may see, or undefined (another company's, branch's or mode's is not found). */
-export async function findShipment(db: Db, scope: ShipmentScope, numeroGuia: string): Promise<Guia | undefined> {
+export async function findShipment(db: Db, scope: CompanyScope, numeroGuia: string): Promise<Guia | undefined> {
   let q = db
     .selectFrom('guias')
     .selectAll()
@@ -215,7 +202,7 @@ export async function listHistory(db: Db, guiaId: string): Promise<HistoryEntry[
  * The shipment, locked until the transaction ends: concurrent transitions of it run one after another.
  * With a scope, only a shipment the scope sees (`findShipment`'s rule); without, any (the courier's).
  */
-export async function lockShipment(trx: Transaction, numeroGuia: string, scope?: ShipmentScope): Promise<Guia | undefined> {
+export async function lockShipment(trx: Transaction, numeroGuia: string, scope?: CompanyScope): Promise<Guia | undefined> {
   let q = trx.selectFrom('guias').selectAll().where('numero_guia', '=', numeroGuia);
   if (scope) {
     q = q.where('empresa_id', '=', scope.empresaId).where('modo', '=', scope.modo);

@@ -27,8 +27,8 @@ import {
   listHistory,
   lockShipment,
   recordTransition,
-  type ShipmentScope,
 } from './shipment.repository';
+import { scopeOf, type CompanyScope } from '../companies/company-scope';
 
 type Deps = Pick<GatewayDeps, 'db' | 'clock' | 'metrics' | 'outboxRelay' | 'config'>;
 
@@ -68,10 +68,6 @@ function view(g: {
   return out;
 }
 
-export function scopeOf(p: Principal): ShipmentScope {
-  return { empresaId: p.empresa.id, modo: p.modo, sucursalId: p.sucursal?.id ?? null };
-}
-
 export type CreateAnswer = IdempotentAnswer;
 
 /** A rare collision of generated numbers is retried with new ones, the whole transaction again. */
@@ -92,7 +88,7 @@ export async function createShipments(
 ): Promise<CreateAnswer> {
   const { db, metrics } = deps;
   const { principal, idempotency: idem } = ctx;
-  const owner = { empresaId: principal.empresa.id, sucursalId: principal.sucursal?.id ?? null, modo: principal.modo };
+  const owner = scopeOf(principal);
 
   for (let attempt = 1; ; attempt++) {
     const fresh = items.map((item) => ({
@@ -197,7 +193,7 @@ function decodeCursor(cursor: string): string {
 
 export async function listPage(
   deps: Pick<Deps, 'db'>,
-  scope: ShipmentScope,
+  scope: CompanyScope,
   query: Record<string, unknown>,
 ): Promise<{ guias: ShipmentView[]; nextCursor: string | null }> {
   const { limit, beforeId } = parseListQuery(query);
@@ -227,7 +223,7 @@ export interface TrackingView {
   historial: Array<{ estado: Estado; evento: string; fecha: string; motivo?: string }>;
 }
 
-export async function tracking(deps: Pick<Deps, 'db'>, scope: ShipmentScope, numeroGuia: string): Promise<TrackingView> {
+export async function tracking(deps: Pick<Deps, 'db'>, scope: CompanyScope, numeroGuia: string): Promise<TrackingView> {
   const guia = isPlausibleNumeroGuia(numeroGuia) ? await findShipment(deps.db, scope, numeroGuia) : undefined;
   if (!guia) throw new AppError('NOT_FOUND', 'no such shipment');
   const history = await listHistory(deps.db, guia.id);
@@ -257,7 +253,7 @@ export async function transitionShipment(
   numeroGuia: string,
   req: GuiaEventoRequest,
   requestId: string,
-  scope?: ShipmentScope,
+  scope?: CompanyScope,
 ): Promise<{ numeroGuia: string; estado: Estado }> {
   if (req.fechaEntrega !== undefined && req.evento !== 'GUIA_ENTREGADA') {
     throw new AppError('VALIDATION_ERROR', 'fechaEntrega is accepted only with GUIA_ENTREGADA');
