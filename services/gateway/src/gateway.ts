@@ -12,7 +12,7 @@ import { RateLimiter } from './rate-limit/rate-limiter';
 import { createGatewayMetrics } from './observability/gateway-metrics';
 import { createOutboxRelay, type OutboxRelayOptions } from './outbox/outbox.relay';
 import { pendingStats } from './outbox/outbox.repository';
-import { createResendRelay } from './webhooks/resend.relay';
+import { createResendRelay } from './deliveries/resend.relay';
 import { createIdempotencyRetention, type IdempotencyRetention } from './idempotency/idempotency.retention';
 
 export interface GatewayOptions {
