@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db, Modo, Transaction, Webhook } from '@svc/schema';
 import type { CompanyScope } from '../companies/company-scope';
 
@@ -129,10 +129,10 @@ export async function rotateSecret(db: Db, empresaId: string, id: string, secret
 }
 
 /**
- * The company's webhook count (`webhook_versions`, kept by a trigger on this table) as SQL text,
- * for the statement that writes an event: the event carries it, and the dispatcher routes the
- * event from routes it holds only if they were read at that count or later. 0 before any webhook.
- * `empresaId` is SQL text (a column or a parameter placeholder written in code), never a value.
+ * The company's webhook count (`webhook_versions`, kept by a trigger on this table), for the
+ * statement that writes an event: the event carries it, and the dispatcher routes the event from
+ * routes it holds only if they were read at that count or later. 0 before any webhook.
  */
-export const webhooksVersionSql = (empresaId: string): string =>
-  `coalesce((select wv.version from webhook_versions wv where wv.empresa_id = ${empresaId}), 0)`;
+export function webhooksVersionOf(empresaId: RawBuilder<unknown>): RawBuilder<string> {
+  return sql<string>`coalesce((select wv.version from webhook_versions wv where wv.empresa_id = ${empresaId}), 0)`;
+}
