@@ -3,13 +3,14 @@ import {
   AppError,
   DEFAULT_OVERLAP_HOURS,
   isUuid,
+  previousSecretOf,
   type Db,
   type SecretRotation,
   type Webhook,
   type WebhookCreate,
   type WebhookPatch,
 } from '@svc/schema';
-import { attemptDelivery, checkWebhookUrl, type AttemptInput } from '@svc/webhook-sender';
+import { attemptDelivery, checkWebhookUrl } from '@svc/webhook-sender';
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
 import type { CompanyScope } from '../companies/company-scope';
@@ -50,13 +51,6 @@ const NOTA_OVERLAP =
  */
 export function generateSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
-}
-
-/** The secret before the last rotation, while its overlap lasts (the sender checks the time again). */
-export function previousSecretOf(w: Webhook): AttemptInput['previousSecret'] {
-  return w.secreto_anterior !== null && w.secreto_anterior_expira_en !== null
-    ? { secret: w.secreto_anterior, expiresAt: w.secreto_anterior_expira_en }
-    : null;
 }
 
 /**
