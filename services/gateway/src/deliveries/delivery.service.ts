@@ -52,7 +52,7 @@ function firstAttempt(w: Webhook, d: Resent, requestId: string): DeliveryJob {
     evento: d.evento,
     data: d.event.data,
     ...(d.event.sequence === null ? {} : { sequence: d.event.sequence }),
-    mode: d.event.mode,
+    mode: d.event.modo,
   };
 }
 

@@ -144,9 +144,9 @@ export async function pendingStats(db: Db): Promise<{ pending: number; oldestAge
 }
 
 /**
- * The event whose id is in `column`, as a one-row subquery `(event_data, event_sequence, event_mode)`
+ * The event whose id is in `column`, as a one-row subquery `(event_data, event_sequence, event_modo)`
  * (none once the event is gone), for a statement that writes its resends.
  */
 export function eventFields(column: string): RawBuilder<unknown> {
-  return sql`(select o.data as event_data, o.secuencia as event_sequence, o.modo as event_mode from outbox o where o.id = ${sql.ref(column)})`;
+  return sql`(select o.data as event_data, o.secuencia as event_sequence, o.modo as event_modo from outbox o where o.id = ${sql.ref(column)})`;
 }

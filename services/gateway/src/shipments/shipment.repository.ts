@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { prepared, type Db, type Estado, type Guia, type ShipmentEvent, type Transaction } from '@svc/schema';
 import type { CompanyScope } from '../companies/company-scope';
 import { chargeSandboxShipments, chargeShipments } from '../companies/company.repository';
-import { creationEvent, insertEventsSql, pendingJobs, type PendingJob } from '../outbox/outbox.repository';
+import { creationEvent, insertEventsSql, pendingJobs, type NewEvent, type PendingJob } from '../outbox/outbox.repository';
 import { webhooksVersionOf } from '../webhooks/webhook.repository';
 
 export interface NewShipment {
@@ -28,30 +28,28 @@ export interface CreatedShipments {
 }
 
 /**
- * The creation statement: the charge, the shipments (status CREADA), their first history entry
- * and their GUIA_CREADA events, in one statement, because a round trip is the dearest thing on the
- * hot path. Each table's part comes from its owner: the charge from the company repository, the
- * events from the outbox repository. One shipment is written from plain parameters, a batch from
- * one JSON array (a single shipment's statement runs measurably faster), so each of the four
- * shapes (live or sandbox, one or many) has one fixed text and runs as a prepared statement.
+ * The creation statement: the charge, the shipments (status CREADA), their first history entry and
+ * their GUIA_CREADA events in one prepared statement, each table's part from its owner's
+ * repository (docs/decisions/0001-creation-in-one-prepared-statement.md).
  */
 function creationStatement(
   owner: CompanyScope,
-  guias: readonly NewShipment[],
-  events: Parameters<typeof insertEventsSql>[0],
+  shipments: readonly NewShipment[],
+  events: readonly NewEvent[],
   sandboxDailyLimit: number,
 ): RawBuilder<CreatedRow> {
-  const charge =
-    owner.modo === 'live' ? chargeShipments(owner.empresaId, guias.length) : chargeSandboxShipments(owner.empresaId, guias.length, sandboxDailyLimit);
-  const [one] = guias;
+  const n = shipments.length;
+  const charge = owner.modo === 'live' ? chargeShipments(owner.empresaId, n) : chargeSandboxShipments(owner.empresaId, n, sandboxDailyLimit);
+  const [one] = shipments;
+  // One shipment from plain parameters, a batch from one JSON array: each shape keeps one text.
   const rows =
-    guias.length === 1 && one
+    n === 1 && one
       ? sql`select ${one.numeroGuia}::text, ${owner.empresaId}::uuid, ${owner.sucursalId}::uuid, ${owner.modo}::text, 'CREADA',
           ${JSON.stringify(one.destinatario)}::jsonb, ${JSON.stringify(one.paquete)}::jsonb, ${one.referencia}::text,
           ${one.extra ? JSON.stringify(one.extra) : null}::jsonb
         from charged`
       : sql`select numero_guia, ${owner.empresaId}::uuid, ${owner.sucursalId}::uuid, ${owner.modo}::text, 'CREADA', destinatario, paquete, referencia, extra
-        from jsonb_to_recordset(${JSON.stringify(guias.map((g, ord) => ({ ord, numero_guia: g.numeroGuia, destinatario: g.destinatario, paquete: g.paquete, referencia: g.referencia, extra: g.extra })))}::jsonb)
+        from jsonb_to_recordset(${JSON.stringify(shipments.map(inputRow))}::jsonb)
           as x(ord int, numero_guia text, destinatario jsonb, paquete jsonb, referencia text, extra jsonb)
         where exists (select 1 from charged)
         order by ord`;
@@ -70,28 +68,36 @@ function creationStatement(
     select numero_guia, created_at, ${webhooksVersionOf(sql`${owner.empresaId}::uuid`)} as webhooks_version from inserted`;
 }
 
+/** A batch's shipment as the statement's JSON input holds it; `ord` keeps the order given. */
+const inputRow = (s: NewShipment, ord: number) => ({
+  ord,
+  numero_guia: s.numeroGuia,
+  destinatario: s.destinatario,
+  paquete: s.paquete,
+  referencia: s.referencia,
+  extra: s.extra,
+});
+
 /**
- * Creates the shipments in ONE statement: the charge of `n` shipments, as a conditional UPDATE whose
- * row lock serialises concurrent creations of the company until commit (for a live owner, to today's
- * allowance and, unless the custom plan is approved, `n` credits; for a sandbox owner, to today's
- * sandbox cap only); then, only if it charged, the rows, their first history entry and their
- * GUIA_CREADA events in the owner's mode. Returns undefined when the charge was refused (nothing
- * written). Run it on its own (autocommit) or inside a transaction.
+ * Creates the shipments, all or none, in one statement whose charge (today's allowance and the
+ * credits; for a sandbox owner, the sandbox cap) holds the company's row lock until commit, so
+ * concurrent creations never overspend. Returns undefined when the charge was refused (nothing
+ * written). Runs on its own (autocommit) or inside a transaction.
  */
 export async function insertShipments(
   db: Db,
   owner: CompanyScope,
-  guias: readonly NewShipment[],
+  shipments: readonly NewShipment[],
   context: { requestId: string | null; sandboxDailyLimit: number },
 ): Promise<CreatedShipments | undefined> {
-  const events = guias.map((g) => creationEvent(owner, context.requestId, g.numeroGuia));
-  const name = `svc_create_guias_${owner.modo}_${guias.length === 1 ? 'one' : 'many'}`;
-  const result = await db.executeQuery<CreatedRow>(prepared(name, creationStatement(owner, guias, events, context.sandboxDailyLimit), db));
+  const events = shipments.map((s) => creationEvent(owner, context.requestId, s.numeroGuia));
+  const name = `svc_create_guias_${owner.modo}_${shipments.length === 1 ? 'one' : 'many'}`;
+  const result = await db.executeQuery<CreatedRow>(prepared(name, creationStatement(owner, shipments, events, context.sandboxDailyLimit), db));
   const first = result.rows[0];
   if (first === undefined) return undefined;
   const createdAt = new Map(result.rows.map((r) => [r.numero_guia, r.created_at]));
   return {
-    createdAt: guias.map((g) => createdAt.get(g.numeroGuia)!),
+    createdAt: shipments.map((s) => createdAt.get(s.numeroGuia)!),
     jobs: pendingJobs(events, Number(first.webhooks_version)),
   };
 }

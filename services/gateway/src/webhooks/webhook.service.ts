@@ -31,7 +31,7 @@ type Deps = Pick<GatewayDeps, 'db' | 'sender' | 'logger'>;
 
 /** Active webhooks per company and mode, its branches' included: the contract's limit. */
 export const MAX_ACTIVE_WEBHOOKS = 10;
-/** The detail's window of deliveries. */
+/** The contract's window of deliveries in a webhook's detail: the 20 most recent. */
 export const DETAIL_DELIVERIES = 20;
 
 export const NOTA_SECRET =
@@ -157,8 +157,8 @@ export async function requireWebhook(db: Db, scope: CompanyScope, id: string): P
 
 export async function webhookDetail(deps: Deps, scope: CompanyScope, id: string) {
   const w = await requireWebhook(deps.db, scope, id);
-  const entregas = await latestDeliveries(deps.db, w.id, DETAIL_DELIVERIES);
-  return { ...presentUpdated(w), entregas: entregas.map(presentDelivery) };
+  const deliveries = await latestDeliveries(deps.db, w.id, DETAIL_DELIVERIES);
+  return { ...presentUpdated(w), entregas: deliveries.map(presentDelivery) };
 }
 
 /**
