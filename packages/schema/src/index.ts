@@ -10,3 +10,4 @@ export * from './db/ensure-database';
 export * from './requests/validator';
 export * from './requests/schemas';
 export * from './time';
+export * from './previous-secret';

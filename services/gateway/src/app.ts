@@ -10,6 +10,7 @@ import { mountCompanyRoutes } from './companies/company.routes';
 import { mountCompanyInternalRoutes } from './companies/company.internal-routes';
 import { mountShipmentRoutes, mountShipmentInternalRoutes } from './shipments/shipment.routes';
 import { mountWebhookRoutes, mountWebhookInternalRoutes } from './webhooks/webhook.routes';
+import { mountDeliveryRoutes } from './deliveries/delivery.routes';
 import { openApiRouter } from './openapi/openapi.routes';
 import type { GatewayDeps } from './deps';
 
@@ -53,6 +54,7 @@ export function createApp(deps: GatewayDeps): Express {
   mountCompanyRoutes(api, deps);
   mountShipmentRoutes(api, deps);
   mountWebhookRoutes(api, deps);
+  mountDeliveryRoutes(api, deps);
   api.use(notFound);
   app.use('/api/v1', api);
 

@@ -6,7 +6,7 @@ import type { TokenCache } from './auth/token-cache';
 import type { RateLimiter } from './rate-limit/rate-limiter';
 import type { GatewayMetrics } from './observability/gateway-metrics';
 import type { OutboxRelay } from './outbox/outbox.relay';
-import type { ResendRelay } from './webhooks/resend.relay';
+import type { ResendRelay } from './deliveries/resend.relay';
 
 /** What the app is built from: made once by main.ts, or by a test, and passed down as arguments. */
 export interface GatewayDeps {

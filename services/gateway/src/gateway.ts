@@ -12,7 +12,7 @@ import { RateLimiter } from './rate-limit/rate-limiter';
 import { createGatewayMetrics } from './observability/gateway-metrics';
 import { createOutboxRelay, type OutboxRelayOptions } from './outbox/outbox.relay';
 import { pendingStats } from './outbox/outbox.repository';
-import { createResendRelay } from './webhooks/resend.relay';
+import { createResendRelay } from './deliveries/resend.relay';
 import { createIdempotencyRetention, type IdempotencyRetention } from './idempotency/idempotency.retention';
 
 export interface GatewayOptions {
@@ -124,11 +124,16 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   }
 }
 
+/** Longer than the 60 s idle timeout of common load balancers, so they, not the gateway, close an idle connection. */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+/** Above the keep-alive timeout, as Node advises, so a request arriving as it ends is not cut off. */
+const HEADERS_TIMEOUT_MS = 66_000;
+
 function createServer(deps: GatewayDeps): Server {
   const app = createApp(deps);
   // Node's own Host check answers an empty 400; the access log refuses it with the envelope instead.
-  const server = createHttpServer({ keepAliveTimeout: 65_000, requireHostHeader: false }, app);
-  server.headersTimeout = 66_000;
+  const server = createHttpServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, requireHostHeader: false }, app);
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
   answerClientErrors(server, deps.logger, deps.metrics);
   return server;
 }

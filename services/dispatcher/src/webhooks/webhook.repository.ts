@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db, Modo, ShipmentEvent } from '@svc/schema';
+import { previousSecretOf, type Db, type Modo, type ShipmentEvent } from '@svc/schema';
 
 /** The dispatcher's reads of `webhooks`: where an event goes, and where and how to send it. */
 
@@ -86,8 +86,7 @@ export const targetOf = (r: WebhookRow): WebhookTarget => ({
   id: r.id,
   url: r.url,
   secret: r.secret,
-  previousSecret:
-    r.secreto_anterior !== null && r.secreto_anterior_expira_en !== null ? { secret: r.secreto_anterior, expiresAt: r.secreto_anterior_expira_en } : null,
+  previousSecret: previousSecretOf(r),
   activo: r.activo,
   modo: r.modo,
 });

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db, Empresa, EmpresaFields, PlanPersonalizado, Sucursal, Transaction } from '@svc/schema';
 
 const COLUMNS = {
@@ -77,59 +77,60 @@ export async function lockCompany(trx: Transaction, empresaId: string): Promise<
 
 // ---- the charge of shipment creations -------------------------------------------------------------
 
-/** The parameters of CHARGE_SHIPMENTS and CHARGE_SANDBOX_SHIPMENTS: the number of shipments, the company, the sandbox cap. */
-export type ChargeParam = 'n' | 'empresa' | 'sandboxLimit';
-
 /**
  * Today in Guatemala by Postgres's clock, the one clock every gateway shares (theirs may be
  * skewed); fixed for the statement, so a statement's checks and writes agree on it.
  */
-const TODAY = `(statement_timestamp() at time zone 'America/Guatemala')::date`;
+const TODAY = sql<string>`(statement_timestamp() at time zone 'America/Guatemala')::date`;
 
 /**
  * Shipments already counted against today's allowance. A counter of an earlier day counts for
  * nothing; one of a later day than this statement's (a statement that took its time across
  * midnight after another had moved the counter on) counts in full, so the day never moves back.
  */
-const usedToday = (count: string, day: string): string => `(case when ${day} >= ${TODAY} then ${count} else 0 end)`;
+const usedToday = (count: string, day: string) => sql<number>`(case when ${sql.ref(day)} >= ${TODAY} then ${sql.ref(count)} else 0 end)`;
 const USED_TODAY = usedToday('guias_hoy', 'guias_hoy_dia');
 const SANDBOX_USED_TODAY = usedToday('guias_sandbox_hoy', 'guias_sandbox_hoy_dia');
 
 /**
- * The charge of `@n` shipments to the company's allowance of today and, unless its custom plan is
- * approved, `@n` credits: a conditional UPDATE that returns the company's id only when both
+ * The charge of `n` shipments to the company's allowance of today and, unless its custom plan is
+ * approved, `n` credits: a conditional UPDATE that returns the company's id only when both
  * suffice. Its row lock serialises the company's creations until commit. It is the body of the
  * `charged` CTE of the creation statement (shipment.repository.ts), so the charge and the rows it
  * pays for are one statement.
  */
-export const CHARGE_SHIPMENTS = `
+export function chargeShipments(empresaId: string, n: number): RawBuilder<{ id: string }> {
+  return sql`
     update empresas set
-      guias_hoy = ${USED_TODAY} + @n::int,
+      guias_hoy = ${USED_TODAY} + ${n}::int,
       guias_hoy_dia = greatest(guias_hoy_dia, ${TODAY}),
-      creditos = case when plan_personalizado = 'APROBADA' then creditos else creditos - @n::int end
-    where id = @empresa::uuid
-      and ${USED_TODAY} + @n::int <= limite_diario
-      and (plan_personalizado = 'APROBADA' or (plan_activo and creditos >= @n::int))
+      creditos = case when plan_personalizado = 'APROBADA' then creditos else creditos - ${n}::int end
+    where id = ${empresaId}::uuid
+      and ${USED_TODAY} + ${n}::int <= limite_diario
+      and (plan_personalizado = 'APROBADA' or (plan_activo and creditos >= ${n}::int))
     returning id`;
+}
 
 /**
- * The charge of `@n` sandbox shipments to the company's sandbox allowance of today (SANDBOX_DAILY_LIMIT,
- * `@sandboxLimit`), counted and reset as the live allowance is, on counters of its own: a test token
- * takes neither credits nor the live allowance. The same conditional UPDATE, so the same row lock
- * serialises concurrent creations and none overspends the cap; the body of the sandbox creation's
- * `charged` CTE.
+ * The charge of `n` sandbox shipments to the company's sandbox allowance of today
+ * (SANDBOX_DAILY_LIMIT, `sandboxLimit`), counted and reset as the live allowance is, on counters
+ * of its own: a test token takes neither credits nor the live allowance. The same conditional
+ * UPDATE, so the same row lock serialises concurrent creations and none overspends the cap; the
+ * body of the sandbox creation's `charged` CTE.
  */
-export const CHARGE_SANDBOX_SHIPMENTS = `
+export function chargeSandboxShipments(empresaId: string, n: number, sandboxLimit: number): RawBuilder<{ id: string }> {
+  return sql`
     update empresas set
-      guias_sandbox_hoy = ${SANDBOX_USED_TODAY} + @n::int,
+      guias_sandbox_hoy = ${SANDBOX_USED_TODAY} + ${n}::int,
       guias_sandbox_hoy_dia = greatest(guias_sandbox_hoy_dia, ${TODAY})
-    where id = @empresa::uuid
-      and ${SANDBOX_USED_TODAY} + @n::int <= @sandboxLimit::int
+    where id = ${empresaId}::uuid
+      and ${SANDBOX_USED_TODAY} + ${n}::int <= ${sandboxLimit}::int
     returning id`;
+}
 
 /** Today in Guatemala by Postgres's clock, as `YYYY-MM-DD`. */
 export async function guatemalaToday(db: Db): Promise<string> {
-  const { rows } = await sql<{ today: string }>`select ${sql.raw(TODAY)}::text as today`.execute(db);
+  const { rows } = await sql<{ today: string }>`select ${TODAY}::text as today`.execute(db);
   return rows[0]!.today;
 }
 
@@ -152,8 +153,8 @@ export async function readAllowance(trx: Db, empresaId: string): Promise<Allowan
       'plan_activo',
       'creditos',
       'plan_personalizado',
-      sql<number>`${sql.raw(USED_TODAY)}`.as('used_today'),
-      sql<number>`${sql.raw(SANDBOX_USED_TODAY)}`.as('sandbox_used_today'),
+      USED_TODAY.as('used_today'),
+      SANDBOX_USED_TODAY.as('sandbox_used_today'),
     ])
     .where('id', '=', empresaId)
     .executeTakeFirst();

@@ -2,12 +2,13 @@ import type { Router } from 'express';
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 import { sendJson } from '../http/send-json';
+import { principalOf } from '../http/request-principal';
 
 /** `GET /api/v1/empresa`: who the token belongs to, and in which mode it works. */
 export function mountCompanyRoutes(router: Router, _deps: GatewayDeps): void {
   route(router, '/empresa', {
     get: (req, res) => {
-      const p = req.principal!;
+      const p = principalOf(req);
       sendJson(res, 200, {
         success: true,
         data: {

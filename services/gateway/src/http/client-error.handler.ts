@@ -13,6 +13,9 @@ interface Refusal {
   message: string;
 }
 
+/** llhttp's reasons are short phrases; the bound keeps the message short whatever a later version says. */
+const MAX_REASON_CHARS = 200;
+
 /**
  * What the parser's error means to the caller. The statuses are the ones Node itself would write;
  * the codes are the closest of the closed catalog, which has none of its own for 408 and 431.
@@ -27,7 +30,7 @@ function refusalFor(err: NodeJS.ErrnoException & { reason?: unknown }): Refusal 
       return { status: 408, code: 'VALIDATION_ERROR', message: 'the request was not received in time' };
     default: {
       // llhttp's reasons are fixed phrases ("Invalid method encountered"), never the caller's bytes.
-      const reason = typeof err.reason === 'string' ? `: ${err.reason.slice(0, 200)}` : '';
+      const reason = typeof err.reason === 'string' ? `: ${err.reason.slice(0, MAX_REASON_CHARS)}` : '';
       return { status: 400, code: 'VALIDATION_ERROR', message: `malformed HTTP request${reason}` };
     }
   }

@@ -16,15 +16,24 @@ export interface IdempotencyRetentionOptions {
   logger: Logger;
   /** RETENTION_DAYS: keys claimed longer ago than this go. */
   retentionDays: number;
-  /** Between two passes. Default 10 minutes. */
+  /** Between two passes. Default INTERVAL_MS. */
   intervalMs?: number;
-  /** Before the first pass. Default 60 s. */
+  /** Before the first pass. Default FIRST_DELAY_MS. */
   firstDelayMs?: number;
-  /** Keys per statement. Default 5000. */
+  /** Keys per statement. Default BATCH_SIZE. */
   batchSize?: number;
-  /** Pause between two statements. Default 50 ms. */
+  /** Pause between two statements. Default PAUSE_MS. */
   pauseMs?: number;
 }
+
+/** Keys live for days: a pass every 10 minutes keeps the table near its retention at little cost. */
+const INTERVAL_MS = 600_000;
+/** A minute after start, so a starting gateway serves before it cleans. */
+const FIRST_DELAY_MS = 60_000;
+/** Keys per delete: a statement short enough never to hold up a creation for long. */
+const BATCH_SIZE = 5000;
+/** Between two deletes, so a large backlog leaves Postgres room for the requests. */
+const PAUSE_MS = 50;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -35,10 +44,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 export function createIdempotencyRetention(options: IdempotencyRetentionOptions): IdempotencyRetention {
   const { db, logger, retentionDays } = options;
-  const intervalMs = options.intervalMs ?? 600_000;
-  const firstDelayMs = options.firstDelayMs ?? 60_000;
-  const batchSize = options.batchSize ?? 5000;
-  const pauseMs = options.pauseMs ?? 50;
+  const intervalMs = options.intervalMs ?? INTERVAL_MS;
+  const firstDelayMs = options.firstDelayMs ?? FIRST_DELAY_MS;
+  const batchSize = options.batchSize ?? BATCH_SIZE;
+  const pauseMs = options.pauseMs ?? PAUSE_MS;
   // runOnce is a function declaration (hoisted): the task may name it before its text.
   const task = createPeriodicTask({ name: 'idempotency retention', logger, intervalMs, firstDelayMs, run: runOnce });
 

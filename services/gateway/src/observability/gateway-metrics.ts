@@ -1,6 +1,9 @@
 import { createServiceMetrics } from '@svc/observability';
 import type { AuthEvents } from '../auth/auth-events';
 
+/** The two outbox gauges of one scrape share one query: a reading younger than this is reused. */
+const OUTBOX_STATS_MAX_AGE_MS = 1000;
+
 /** Every metric of the gateway, on its own registry (tests build several apps in one process). */
 export function createGatewayMetrics(outboxStats?: () => Promise<{ pending: number; oldestAgeSeconds: number }>) {
   const m = createServiceMetrics('gateway');
@@ -14,11 +17,10 @@ export function createGatewayMetrics(outboxStats?: () => Promise<{ pending: numb
   const outboxRelayed = m.counter('svc_outbox_events_relayed_total', 'Outbox events added to the queue, by path (relay or sweep)', ['path']);
   const shipmentsCreated = m.counter('svc_shipments_created_total', 'Shipments created, by mode', ['modo']);
   let stats: { pending: number; oldestAgeSeconds: number } | undefined;
-  // Both outbox gauges read one query per scrape: the first collect starts it, the second awaits it.
   let refreshing: { at: number; done: Promise<void> } | undefined;
   const refreshStats = (): Promise<void> => {
     if (!outboxStats) return Promise.resolve();
-    if (refreshing && Date.now() - refreshing.at < 1000) return refreshing.done;
+    if (refreshing && Date.now() - refreshing.at < OUTBOX_STATS_MAX_AGE_MS) return refreshing.done;
     const done = outboxStats().then(
       (s) => {
         stats = s;

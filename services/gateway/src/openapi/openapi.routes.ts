@@ -7,6 +7,9 @@ import document from './openapi.json';
 /** The OpenAPI document, as served. */
 export const openApiDocument: Readonly<Record<string, unknown>> = document;
 
+/** The document changes only with a deploy: clients may keep it five minutes. */
+const CACHE_SECONDS = 300;
+
 /** Where the router serves the document, relative to where it is mounted. */
 export const OPENAPI_PATH = '/openapi.json';
 
@@ -20,7 +23,7 @@ export function openApiRouter(): Router {
   const router = Router({ strict: false });
   route(router, OPENAPI_PATH, {
     get: (_req, res) => {
-      res.setHeader('Cache-Control', 'public, max-age=300');
+      res.setHeader('Cache-Control', `public, max-age=${CACHE_SECONDS}`);
       res.type('application/json').send(body);
     },
   });

@@ -21,13 +21,20 @@ export interface OutboxRelayOptions {
   queue: Pick<Queue<ShipmentEventJob>, 'addBulk'>;
   logger: Logger;
   metrics: Pick<GatewayMetrics, 'outboxRelayed'>;
-  /** How often the sweep looks for unsent rows. Default 2000 ms. */
+  /** How often the sweep looks for unsent rows. Default SWEEP_INTERVAL_MS. */
   sweepIntervalMs?: number;
-  /** A row younger than this belongs to the fast path, not the sweep. Default 1000 ms. */
+  /** A row younger than this belongs to the fast path, not the sweep. Default SWEEP_MIN_AGE_MS. */
   sweepMinAgeMs?: number;
-  /** Largest batch per queue call. Default 500. */
+  /** Largest batch per queue call. Default BATCH_SIZE. */
   batchSize?: number;
 }
+
+/** The sweep only repairs (a crash between commit and add, Redis away): every 2 s bounds that delay cheaply. */
+const SWEEP_INTERVAL_MS = 2000;
+/** Far longer than a commit takes to reach the fast path, so the sweep does not race it for fresh rows. */
+const SWEEP_MIN_AGE_MS = 1000;
+/** Jobs per addBulk and rows per mark: large enough to pay one round trip for many events, small enough to keep each call short. */
+const BATCH_SIZE = 500;
 
 // Job id = event id: a second add of the same event (relay and sweep racing) is a no-op.
 const addJobs = (queue: OutboxRelayOptions['queue'], jobs: ShipmentEventJob[]) => queue.addBulk(bulkJobs(JOBS.shipmentEvent, jobs));
@@ -39,9 +46,9 @@ const addJobs = (queue: OutboxRelayOptions['queue'], jobs: ShipmentEventJob[]) =
  */
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const { db, queue, logger, metrics } = options;
-  const sweepIntervalMs = options.sweepIntervalMs ?? 2000;
-  const sweepMinAgeMs = options.sweepMinAgeMs ?? 1000;
-  const batchSize = options.batchSize ?? 500;
+  const sweepIntervalMs = options.sweepIntervalMs ?? SWEEP_INTERVAL_MS;
+  const sweepMinAgeMs = options.sweepMinAgeMs ?? SWEEP_MIN_AGE_MS;
+  const batchSize = options.batchSize ?? BATCH_SIZE;
 
   let buffer: ShipmentEventJob[] = [];
   let flushing: Promise<void> | undefined;
@@ -63,9 +70,8 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         continue;
       }
       metrics.outboxRelayed.inc({ path: 'relay' }, batch.length);
-      // The mark runs while the next batch is added (issue 16): the job is queued already, and a
-      // row left unmarked (the mark failing, a crash) is only added again by the sweep, under the
-      // same job id, which BullMQ ignores while it holds the job.
+      // The mark runs while the next batch is added: the job is queued already, and a row left
+      // unmarked is only added again by the sweep, under the same job id, which BullMQ ignores.
       const ids = batch.map((j) => j.eventId);
       marking = marking
         .then(() => markSent(db, ids))

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
 import {
   eventJobOf,
+  guiaCreadaData,
   type Db,
   type Modo,
   type ShipmentEvent,
@@ -9,54 +10,100 @@ import {
   type ShipmentEventJob,
   type Transaction,
 } from '@svc/schema';
-import { webhooksVersionSql } from '../webhooks/webhook.repository';
-
-export interface NewEvent {
-  evento: ShipmentEvent;
-  empresaId: string;
-  sucursalId: string | null;
-  data: ShipmentEventData;
-  requestId: string | null;
-  /** Its position in the shipment's history, counted in the transaction that holds the shipment's lock. */
-  sequence: number;
-  mode: Modo;
-}
-
-export type PendingJob = Omit<ShipmentEventJob, 'committedAt'>;
+import type { CompanyScope } from '../companies/company-scope';
+import { webhooksVersionOf } from '../webhooks/webhook.repository';
 
 /**
- * The insert of outbox rows from `select` (columns: id, empresa_id, sucursal_id, evento, data,
- * request_id, secuencia, modo), for a statement that writes a change and its events at once (the
- * creation).
+ * An event about to be written: the job the relay will queue, less what its write adds
+ * (`committedAt` at commit, `webhooksVersion` read by its statement).
  */
-export const outboxInsert = (select: string): string =>
-  `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id, secuencia, modo) ${select}`;
+export type NewEvent = Omit<ShipmentEventJob, 'committedAt' | 'webhooksVersion' | 'sequence' | 'mode'> & { sequence: number; mode: Modo };
+
+/** The job of a written event; the relay stamps `committedAt` once its transaction has committed. */
+export type PendingJob = Omit<ShipmentEventJob, 'committedAt'>;
+
+/** GUIA_CREADA is the first entry of its shipment's history, so its sequence is always 1. */
+const CREATION_SEQUENCE = 1;
+
+/** The event of a change to a shipment that `owner` owns, under a new id. */
+export function shipmentEvent(
+  owner: CompanyScope,
+  requestId: string | null,
+  change: { evento: ShipmentEvent; data: ShipmentEventData; sequence: number },
+): NewEvent {
+  return {
+    eventId: randomUUID(),
+    evento: change.evento,
+    empresaId: owner.empresaId,
+    sucursalId: owner.sucursalId,
+    data: change.data,
+    requestId,
+    sequence: change.sequence,
+    mode: owner.modo,
+  };
+}
+
+/** A new shipment's GUIA_CREADA event (a sandbox shipment's goes to the test webhooks only). */
+export function creationEvent(owner: CompanyScope, requestId: string | null, numeroGuia: string): NewEvent {
+  return shipmentEvent(owner, requestId, { evento: 'GUIA_CREADA', data: guiaCreadaData(numeroGuia), sequence: CREATION_SEQUENCE });
+}
+
+/** The jobs of events a statement has written, with the company's webhook count it read. */
+export function pendingJobs(events: readonly NewEvent[], webhooksVersion: number): PendingJob[] {
+  return events.map((e) => ({ ...e, webhooksVersion }));
+}
+
+/** An event's outbox row: every writer of events goes through it. */
+function rowOf(e: NewEvent) {
+  return {
+    id: e.eventId,
+    empresa_id: e.empresaId,
+    sucursal_id: e.sucursalId,
+    evento: e.evento,
+    data: e.data,
+    request_id: e.requestId,
+    secuencia: e.sequence,
+    modo: e.mode,
+  };
+}
+
+// The columns `rowOf` fills, in its order, and their types for a statement that reads them from parameters.
+const INSERT_INTO = sql`insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id, secuencia, modo)`;
+const AS_RECORD = sql`e(id uuid, empresa_id uuid, sucursal_id uuid, evento text, data jsonb, request_id text, secuencia int, modo text)`;
+
+/**
+ * The insert of `events` inside a statement that writes their change too (the creation): written
+ * only if the CTE `after` has rows, so a refused change writes no event. One event is written from
+ * plain parameters, several from one JSON array, so the statement's text does not depend on how
+ * many there are (it runs prepared).
+ */
+export function insertEventsSql(events: readonly NewEvent[], after: string): RawBuilder<unknown> {
+  const [only] = events;
+  if (events.length === 1 && only) {
+    const r = rowOf(only);
+    return sql`${INSERT_INTO}
+      select ${r.id}::uuid, ${r.empresa_id}::uuid, ${r.sucursal_id}::uuid, ${r.evento}::text, ${JSON.stringify(r.data)}::jsonb,
+        ${r.request_id}::text, ${r.secuencia}::int, ${r.modo}::text
+      from ${sql.table(after)}`;
+  }
+  return sql`${INSERT_INTO}
+    select e.* from jsonb_to_recordset(${JSON.stringify(events.map(rowOf))}::jsonb) as ${AS_RECORD}
+    where exists (select 1 from ${sql.table(after)})`;
+}
 
 /**
  * Writes events in the caller's transaction (the one that makes the change); returns their jobs,
  * each with its company's webhook count as this statement read it.
  */
-export async function insertEvents(trx: Transaction, events: NewEvent[]): Promise<PendingJob[]> {
+export async function insertEvents(trx: Transaction, events: readonly NewEvent[]): Promise<PendingJob[]> {
   if (events.length === 0) return [];
-  const jobs: PendingJob[] = events.map((e) => ({ eventId: randomUUID(), ...e }));
   const rows = await trx
     .insertInto('outbox')
-    .values(
-      jobs.map((j) => ({
-        id: j.eventId,
-        empresa_id: j.empresaId,
-        sucursal_id: j.sucursalId,
-        evento: j.evento,
-        data: JSON.stringify(j.data),
-        request_id: j.requestId,
-        secuencia: j.sequence,
-        modo: j.mode,
-      })),
-    )
-    .returning(['id', sql<string>`${sql.raw(webhooksVersionSql('outbox.empresa_id'))}`.as('webhooks_version')])
+    .values(events.map((e) => ({ ...rowOf(e), data: JSON.stringify(e.data) })))
+    .returning(['id', webhooksVersionOf(sql.ref('outbox.empresa_id')).as('webhooks_version')])
     .execute();
   const versions = new Map(rows.map((r) => [r.id, Number(r.webhooks_version)]));
-  return jobs.map((j) => ({ ...j, webhooksVersion: versions.get(j.eventId) ?? 0 }));
+  return events.map((e) => ({ ...e, webhooksVersion: versions.get(e.eventId) ?? 0 }));
 }
 
 export async function markSent(db: Db, ids: string[]): Promise<void> {
@@ -97,9 +144,9 @@ export async function pendingStats(db: Db): Promise<{ pending: number; oldestAge
 }
 
 /**
- * The event whose id is in `column`, as a one-row subquery `(event_data, event_sequence, event_mode)`
+ * The event whose id is in `column`, as a one-row subquery `(event_data, event_sequence, event_modo)`
  * (none once the event is gone), for a statement that writes its resends.
  */
 export function eventFields(column: string): RawBuilder<unknown> {
-  return sql`(select o.data as event_data, o.secuencia as event_sequence, o.modo as event_mode from outbox o where o.id = ${sql.ref(column)})`;
+  return sql`(select o.data as event_data, o.secuencia as event_sequence, o.modo as event_modo from outbox o where o.id = ${sql.ref(column)})`;
 }

@@ -1,16 +1,9 @@
-import { sql } from 'kysely';
-import { guiaCreadaData, preparedQuery, type Db, type Estado, type Guia, type Modo, type ShipmentEvent, type Transaction } from '@svc/schema';
-import { CHARGE_SANDBOX_SHIPMENTS, CHARGE_SHIPMENTS, type ChargeParam } from '../companies/company.repository';
-import { outboxInsert } from '../outbox/outbox.repository';
-import { webhooksVersionSql } from '../webhooks/webhook.repository';
-
-/** Whose shipments a caller may see: the company's of one mode, or only one branch's. */
-export interface ShipmentScope {
-  empresaId: string;
-  modo: Modo;
-  /** Set for a branch token: only that branch's shipments. */
-  sucursalId: string | null;
-}
+import { sql, type RawBuilder } from 'kysely';
+import { prepared, type Db, type Estado, type Guia, type ShipmentEvent, type Transaction } from '@svc/schema';
+import type { CompanyScope } from '../companies/company-scope';
+import { chargeSandboxShipments, chargeShipments } from '../companies/company.repository';
+import { creationEvent, insertEventsSql, pendingJobs, type NewEvent, type PendingJob } from '../outbox/outbox.repository';
+import { webhooksVersionOf } from '../webhooks/webhook.repository';
 
 export interface NewShipment {
   numeroGuia: string;
@@ -18,154 +11,95 @@ export interface NewShipment {
   paquete: Record<string, unknown>;
   referencia: string | null;
   extra: Record<string, unknown> | null;
-  /** Id of its GUIA_CREADA event in the outbox (a sandbox shipment's goes to the test webhooks). */
-  eventId: string;
 }
 
-export interface InsertedShipment {
-  numeroGuia: string;
-  createdAt: Date;
-  /** The company's webhook count as this statement read it: its GUIA_CREADA event's `webhooksVersion`. */
-  webhooksVersion: number;
+/** A row the creation statement returns: one per shipment, each with the webhook count it read. */
+interface CreatedRow {
+  numero_guia: string;
+  created_at: Date;
+  webhooks_version: string;
 }
 
-export interface Owner {
-  empresaId: string;
-  sucursalId: string | null;
-  modo: Modo;
+export interface CreatedShipments {
+  /** When each shipment was created, in the order given. */
+  createdAt: Date[];
+  /** Their GUIA_CREADA events' jobs, for the relay once the statement has committed. */
+  jobs: PendingJob[];
 }
-
-/*
- * The creation statement, in four shapes (live or sandbox, which differ only in the allowance they
- * charge; one shipment or a batch). Its text is
- * fixed per shape and built once, and it runs as a prepared statement: on the hot path that spares
- * kysely's query building and Postgres's parse and plan on every creation. It is one statement
- * because a round trip is the dearest thing on the hot path; each table's part of it comes from the
- * table's owner (the charge from the company repository, the events from the outbox repository).
- * `@name` marks a parameter; statement() numbers them.
- */
-const INPUT = `input as (
-    select * from jsonb_to_recordset(@guias::jsonb)
-      as x(ord int, numero_guia text, evento_id uuid, evento_data jsonb, destinatario jsonb, paquete jsonb, referencia text, extra jsonb)
-  ),`;
-
-type Param =
-  | ChargeParam
-  | 'sucursal'
-  | 'modo'
-  | 'requestId'
-  | 'guias'
-  | 'numero'
-  | 'destinatario'
-  | 'paquete'
-  | 'referencia'
-  | 'extra'
-  | 'eventId'
-  | 'eventData';
-
-function statement(template: string): { text: string; params: Param[] } {
-  const params: Param[] = [];
-  const text = template.replace(/@([A-Za-z]+)/g, (_m, name: Param) => {
-    if (!params.includes(name)) params.push(name);
-    return `$${params.indexOf(name) + 1}`;
-  });
-  return { text, params };
-}
-
-function creation(live: boolean, one: boolean): { name: string; text: string; params: Param[] } {
-  const rows = one
-    ? `select @numero::text, @empresa::uuid, @sucursal::uuid, @modo::text, 'CREADA', @destinatario::jsonb, @paquete::jsonb,
-        @referencia::text, @extra::jsonb from charged`
-    : `select numero_guia, @empresa::uuid, @sucursal::uuid, @modo::text, 'CREADA', destinatario, paquete, referencia, extra
-      from input where exists (select 1 from charged) order by ord`;
-  const event = `@empresa::uuid, @sucursal::uuid, 'GUIA_CREADA'`;
-  // GUIA_CREADA is the first entry of its shipment's history: secuencia 1.
-  const rest = `@requestId::text, 1, @modo::text`;
-  const events = outboxInsert(
-    one
-      ? `select @eventId::uuid, ${event}, @eventData::jsonb, ${rest} from inserted`
-      : `select input.evento_id, ${event}, input.evento_data, ${rest} from input join inserted using (numero_guia)`,
-  );
-  const { text, params } = statement(`
-with charged as (${live ? CHARGE_SHIPMENTS : CHARGE_SANDBOX_SHIPMENTS}), ${one ? '' : INPUT}
-  inserted as (
-    insert into guias (numero_guia, empresa_id, sucursal_id, modo, estado, destinatario, paquete, referencia, extra)
-    ${rows}
-    returning id, numero_guia, created_at
-  ),
-  history as (
-    insert into guia_historial (guia_id, estado, evento, fecha)
-    select id, 'CREADA', 'GUIA_CREADA', created_at from inserted
-  ),
-  events as (${events})
-select numero_guia, created_at, ${webhooksVersionSql('@empresa::uuid')} as webhooks_version from inserted`);
-  return { name: `svc_create_guias_${live ? 'live' : 'test'}_${one ? 'one' : 'many'}`, text, params };
-}
-
-const CREATION = {
-  live: { one: creation(true, true), many: creation(true, false) },
-  test: { one: creation(false, true), many: creation(false, false) },
-};
 
 /**
- * Creates the shipments in ONE statement: the charge of `n` shipments, as a conditional UPDATE whose
- * row lock serialises concurrent creations of the company until commit (for a live owner, to today's
- * allowance and, unless the custom plan is approved, `n` credits; for a sandbox owner, to today's
- * sandbox cap only); then, only if it charged, the rows (status CREADA), their first history entry
- * and their GUIA_CREADA outbox events in the owner's mode. Returns them in the order given, or []
- * when the charge was refused (nothing written). Run it on its own (autocommit) or inside a
- * transaction.
+ * The creation statement: the charge, the shipments (status CREADA), their first history entry and
+ * their GUIA_CREADA events in one prepared statement, each table's part from its owner's
+ * repository (docs/decisions/0001-creation-in-one-prepared-statement.md).
+ */
+function creationStatement(
+  owner: CompanyScope,
+  shipments: readonly NewShipment[],
+  events: readonly NewEvent[],
+  sandboxDailyLimit: number,
+): RawBuilder<CreatedRow> {
+  const n = shipments.length;
+  const charge = owner.modo === 'live' ? chargeShipments(owner.empresaId, n) : chargeSandboxShipments(owner.empresaId, n, sandboxDailyLimit);
+  const [one] = shipments;
+  // One shipment from plain parameters, a batch from one JSON array: each shape keeps one text.
+  const rows =
+    n === 1 && one
+      ? sql`select ${one.numeroGuia}::text, ${owner.empresaId}::uuid, ${owner.sucursalId}::uuid, ${owner.modo}::text, 'CREADA',
+          ${JSON.stringify(one.destinatario)}::jsonb, ${JSON.stringify(one.paquete)}::jsonb, ${one.referencia}::text,
+          ${one.extra ? JSON.stringify(one.extra) : null}::jsonb
+        from charged`
+      : sql`select numero_guia, ${owner.empresaId}::uuid, ${owner.sucursalId}::uuid, ${owner.modo}::text, 'CREADA', destinatario, paquete, referencia, extra
+        from jsonb_to_recordset(${JSON.stringify(shipments.map(inputRow))}::jsonb)
+          as x(ord int, numero_guia text, destinatario jsonb, paquete jsonb, referencia text, extra jsonb)
+        where exists (select 1 from charged)
+        order by ord`;
+  return sql`
+    with charged as (${charge}),
+    inserted as (
+      insert into guias (numero_guia, empresa_id, sucursal_id, modo, estado, destinatario, paquete, referencia, extra)
+      ${rows}
+      returning id, numero_guia, created_at
+    ),
+    history as (
+      insert into guia_historial (guia_id, estado, evento, fecha)
+      select id, 'CREADA', 'GUIA_CREADA', created_at from inserted
+    ),
+    events as (${insertEventsSql(events, 'inserted')})
+    select numero_guia, created_at, ${webhooksVersionOf(sql`${owner.empresaId}::uuid`)} as webhooks_version from inserted`;
+}
+
+/** A batch's shipment as the statement's JSON input holds it; `ord` keeps the order given. */
+const inputRow = (s: NewShipment, ord: number) => ({
+  ord,
+  numero_guia: s.numeroGuia,
+  destinatario: s.destinatario,
+  paquete: s.paquete,
+  referencia: s.referencia,
+  extra: s.extra,
+});
+
+/**
+ * Creates the shipments, all or none, in one statement whose charge (today's allowance and the
+ * credits; for a sandbox owner, the sandbox cap) holds the company's row lock until commit, so
+ * concurrent creations never overspend. Returns undefined when the charge was refused (nothing
+ * written). Runs on its own (autocommit) or inside a transaction.
  */
 export async function insertShipments(
-  trx: Db,
-  owner: Owner,
-  guias: NewShipment[],
+  db: Db,
+  owner: CompanyScope,
+  shipments: readonly NewShipment[],
   context: { requestId: string | null; sandboxDailyLimit: number },
-): Promise<InsertedShipment[]> {
-  const one = guias.length === 1 ? guias[0] : undefined;
-  const values: Record<Param, unknown> = {
-    n: guias.length,
-    empresa: owner.empresaId,
-    sandboxLimit: context.sandboxDailyLimit,
-    sucursal: owner.sucursalId,
-    modo: owner.modo,
-    requestId: context.requestId,
-    guias: one
-      ? null
-      : JSON.stringify(
-          guias.map((g, ord) => ({
-            ord,
-            numero_guia: g.numeroGuia,
-            evento_id: g.eventId,
-            evento_data: guiaCreadaData(g.numeroGuia),
-            destinatario: g.destinatario,
-            paquete: g.paquete,
-            referencia: g.referencia,
-            extra: g.extra,
-          })),
-        ),
-    numero: one?.numeroGuia,
-    destinatario: one && JSON.stringify(one.destinatario),
-    paquete: one && JSON.stringify(one.paquete),
-    referencia: one?.referencia,
-    extra: one?.extra ? JSON.stringify(one.extra) : null,
-    eventId: one?.eventId,
-    eventData: one && JSON.stringify(guiaCreadaData(one.numeroGuia)),
-  };
-  const { name, text, params } = CREATION[owner.modo][one ? 'one' : 'many'];
-  const result = await trx.executeQuery<{ numero_guia: string; created_at: Date; webhooks_version: string }>(
-    preparedQuery(
-      name,
-      text,
-      params.map((p) => values[p] ?? null),
-    ),
-  );
+): Promise<CreatedShipments | undefined> {
+  const events = shipments.map((s) => creationEvent(owner, context.requestId, s.numeroGuia));
+  const name = `svc_create_guias_${owner.modo}_${shipments.length === 1 ? 'one' : 'many'}`;
+  const result = await db.executeQuery<CreatedRow>(prepared(name, creationStatement(owner, shipments, events, context.sandboxDailyLimit), db));
   const first = result.rows[0];
-  if (first === undefined) return [];
-  const webhooksVersion = Number(first.webhooks_version);
-  if (one) return [{ numeroGuia: one.numeroGuia, createdAt: first.created_at, webhooksVersion }];
-  const byNumero = new Map(result.rows.map((r) => [r.numero_guia, r.created_at]));
-  return guias.map((g) => ({ numeroGuia: g.numeroGuia, createdAt: byNumero.get(g.numeroGuia)!, webhooksVersion }));
+  if (first === undefined) return undefined;
+  const createdAt = new Map(result.rows.map((r) => [r.numero_guia, r.created_at]));
+  return {
+    createdAt: shipments.map((s) => createdAt.get(s.numeroGuia)!),
+    jobs: pendingJobs(events, Number(first.webhooks_version)),
+  };
 }
 
 /** True when the error is the unique index on numero_guia (a generated number already taken). */
@@ -174,16 +108,16 @@ export function isNumeroGuiaTaken(err: unknown): boolean {
   return e?.code === '23505' && typeof e.constraint === 'string' && e.constraint.includes('numero_guia');
 }
 
-/** One page of the caller's shipments, newest first, strictly older than `beforeId` when given. */
-export async function listShipments(db: Db, scope: ShipmentScope, limit: number, beforeId: string | undefined): Promise<Guia[]> {
+/** One page of the scope's shipments (a branch's scope: the branch's only), newest first, strictly older than `beforeId` when given. */
+export async function listShipments(db: Db, scope: CompanyScope, limit: number, beforeId: string | undefined): Promise<Guia[]> {
   let q = db.selectFrom('guias').selectAll().where('empresa_id', '=', scope.empresaId).where('modo', '=', scope.modo);
   if (scope.sucursalId) q = q.where('sucursal_id', '=', scope.sucursalId);
   if (beforeId !== undefined) q = q.where('id', '<', beforeId);
   return q.orderBy('id', 'desc').limit(limit).execute();
 }
 
-/** A shipment the caller may see, or undefined (another company's, branch's or mode's is not found). */
-export async function findShipment(db: Db, scope: ShipmentScope, numeroGuia: string): Promise<Guia | undefined> {
+/** A shipment the scope sees (a branch's scope: the branch's only), or undefined: another company's, branch's or mode's is not found. */
+export async function findShipment(db: Db, scope: CompanyScope, numeroGuia: string): Promise<Guia | undefined> {
   let q = db
     .selectFrom('guias')
     .selectAll()
@@ -215,7 +149,7 @@ export async function listHistory(db: Db, guiaId: string): Promise<HistoryEntry[
  * The shipment, locked until the transaction ends: concurrent transitions of it run one after another.
  * With a scope, only a shipment the scope sees (`findShipment`'s rule); without, any (the courier's).
  */
-export async function lockShipment(trx: Transaction, numeroGuia: string, scope?: ShipmentScope): Promise<Guia | undefined> {
+export async function lockShipment(trx: Transaction, numeroGuia: string, scope?: CompanyScope): Promise<Guia | undefined> {
   let q = trx.selectFrom('guias').selectAll().where('numero_guia', '=', numeroGuia);
   if (scope) {
     q = q.where('empresa_id', '=', scope.empresaId).where('modo', '=', scope.modo);

@@ -1,14 +1,12 @@
-import type { Request, Response, Router } from 'express';
+import type { Response, Router } from 'express';
 import { validateGuiaBatch, validateGuiaCreate, validateGuiaEvento } from '@svc/schema';
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 import { idempotencyRequest } from '../idempotency/idempotency';
-import { createShipments, listPage, scopeOf, simulateTransition, tracking, transitionShipment, type CreateAnswer } from './shipment.service';
+import { createShipments, listPage, simulateTransition, tracking, transitionShipment, type CreateAnswer } from './shipment.service';
 import { sendJson } from '../http/send-json';
-
-function principalOf(req: Request) {
-  return req.principal!;
-}
+import { principalOf } from '../http/request-principal';
+import { scopeOf } from '../companies/company-scope';
 
 function send(res: Response, answer: CreateAnswer): void {
   if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');

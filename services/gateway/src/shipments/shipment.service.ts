@@ -1,19 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import {
   AppError,
-  guiaCreadaData,
   secondsToGuatemalaMidnight,
   type Estado,
   type GuiaCreate,
   type GuiaEventoRequest,
-  type Modo,
   type ShipmentEventData,
   validateGuiaEvento,
   type SuccessEnvelope,
 } from '@svc/schema';
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
-import { insertEvents } from '../outbox/outbox.repository';
+import { insertEvents, shipmentEvent, type PendingJob } from '../outbox/outbox.repository';
 import { idempotent, type IdempotencyRequest, type IdempotentAnswer } from '../idempotency/idempotency';
 import { readAllowance } from '../companies/company.repository';
 import { pageParams } from '../http/query-params';
@@ -27,8 +24,8 @@ import {
   listHistory,
   lockShipment,
   recordTransition,
-  type ShipmentScope,
 } from './shipment.repository';
+import { scopeOf, type CompanyScope } from '../companies/company-scope';
 
 type Deps = Pick<GatewayDeps, 'db' | 'clock' | 'metrics' | 'outboxRelay' | 'config'>;
 
@@ -68,10 +65,6 @@ function view(g: {
   return out;
 }
 
-export function scopeOf(p: Principal): ShipmentScope {
-  return { empresaId: p.empresa.id, modo: p.modo, sucursalId: p.sucursal?.id ?? null };
-}
-
 export type CreateAnswer = IdempotentAnswer;
 
 /** A rare collision of generated numbers is retried with new ones, the whole transaction again. */
@@ -79,8 +72,9 @@ const MAX_ATTEMPTS = 4;
 
 /**
  * Creates the shipments, all or none: the charge of the daily allowance and the credits (for a
- * sandbox owner, of the sandbox cap only), the rows and their GUIA_CREADA events in one statement; with an Idempotency-Key, the
- * idempotency protocol runs that statement at most once per key and body (`idempotent`).
+ * sandbox owner, of the sandbox cap only), the rows and their GUIA_CREADA events in one statement;
+ * with an Idempotency-Key, the idempotency protocol runs that statement at most once per key and
+ * body (`idempotent`). The events' jobs go to the relay once the statement has committed.
  */
 export async function createShipments(
   deps: Deps,
@@ -92,7 +86,7 @@ export async function createShipments(
 ): Promise<CreateAnswer> {
   const { db, metrics } = deps;
   const { principal, idempotency: idem } = ctx;
-  const owner = { empresaId: principal.empresa.id, sucursalId: principal.sucursal?.id ?? null, modo: principal.modo };
+  const owner = scopeOf(principal);
 
   for (let attempt = 1; ; attempt++) {
     const fresh = items.map((item) => ({
@@ -101,38 +95,23 @@ export async function createShipments(
       paquete: item.paquete,
       referencia: item.referencia ?? null,
       extra: item.observaciones === undefined ? null : { observaciones: item.observaciones },
-      eventId: randomUUID(),
     }));
-    let webhooksVersion = 0;
+    let jobs: PendingJob[] = [];
     const insert = async (trx: Deps['db']): Promise<SuccessEnvelope<unknown>> => {
-      const inserted = await insertShipments(trx, owner, fresh, {
+      const created = await insertShipments(trx, owner, fresh, {
         requestId: ctx.requestId,
         sandboxDailyLimit: deps.config.sandboxDailyLimit,
       });
-      if (inserted.length === 0) throw await refusal(deps, trx, owner, items.length);
-      webhooksVersion = inserted[0]!.webhooksVersion;
-      const views = fresh.map((g, i) =>
-        view({ ...g, estado: 'CREADA', sucursalId: owner.sucursalId, createdAt: inserted[i]!.createdAt }),
-      );
+      if (!created) throw await refusal(deps, trx, owner, items.length);
+      jobs = created.jobs;
+      const views = fresh.map((g, i) => view({ ...g, estado: 'CREADA', sucursalId: owner.sucursalId, createdAt: created.createdAt[i]! }));
       return { success: true, data: shape === 'single' ? views[0] : { guias: views } };
     };
     try {
       const answer = await idempotent(db, idem, async (q) => ({ status: 201, body: await insert(q) }));
       if (!answer.replayed) {
         metrics.shipmentsCreated.inc({ modo: owner.modo }, items.length);
-        deps.outboxRelay.notify(
-          fresh.map((g) => ({
-            eventId: g.eventId,
-            evento: 'GUIA_CREADA',
-            empresaId: owner.empresaId,
-            sucursalId: owner.sucursalId,
-            data: guiaCreadaData(g.numeroGuia),
-            requestId: ctx.requestId,
-            sequence: 1,
-            mode: owner.modo,
-            webhooksVersion,
-          })),
-        );
+        deps.outboxRelay.notify(jobs);
         metrics.outboxWritten.inc({ evento: 'GUIA_CREADA' }, items.length);
       }
       return answer;
@@ -144,7 +123,7 @@ export async function createShipments(
 }
 
 /** Says which limit refused a charge: the daily allowance (a sandbox owner's: the sandbox cap) first, then the credits. */
-async function refusal(deps: Deps, trx: Deps['db'], owner: { empresaId: string; modo: Modo }, n: number): Promise<AppError> {
+async function refusal(deps: Deps, trx: Deps['db'], owner: CompanyScope, n: number): Promise<AppError> {
   const a = await readAllowance(trx, owner.empresaId);
   if (!a) return new AppError('NOT_FOUND', 'no such company');
   if (owner.modo === 'test') {
@@ -197,7 +176,7 @@ function decodeCursor(cursor: string): string {
 
 export async function listPage(
   deps: Pick<Deps, 'db'>,
-  scope: ShipmentScope,
+  scope: CompanyScope,
   query: Record<string, unknown>,
 ): Promise<{ guias: ShipmentView[]; nextCursor: string | null }> {
   const { limit, beforeId } = parseListQuery(query);
@@ -227,7 +206,7 @@ export interface TrackingView {
   historial: Array<{ estado: Estado; evento: string; fecha: string; motivo?: string }>;
 }
 
-export async function tracking(deps: Pick<Deps, 'db'>, scope: ShipmentScope, numeroGuia: string): Promise<TrackingView> {
+export async function tracking(deps: Pick<Deps, 'db'>, scope: CompanyScope, numeroGuia: string): Promise<TrackingView> {
   const guia = isPlausibleNumeroGuia(numeroGuia) ? await findShipment(deps.db, scope, numeroGuia) : undefined;
   if (!guia) throw new AppError('NOT_FOUND', 'no such shipment');
   const history = await listHistory(deps.db, guia.id);
@@ -257,7 +236,7 @@ export async function transitionShipment(
   numeroGuia: string,
   req: GuiaEventoRequest,
   requestId: string,
-  scope?: ShipmentScope,
+  scope?: CompanyScope,
 ): Promise<{ numeroGuia: string; estado: Estado }> {
   if (req.fechaEntrega !== undefined && req.evento !== 'GUIA_ENTREGADA') {
     throw new AppError('VALIDATION_ERROR', 'fechaEntrega is accepted only with GUIA_ENTREGADA');
@@ -282,9 +261,8 @@ export async function transitionShipment(
     if (fechaEntrega !== null) data.fechaEntrega = fechaEntrega;
     if (req.evento === 'GUIA_DEVOLUCION' && req.motivo !== undefined) data.motivo = req.motivo;
     // A sandbox shipment's event is a test event: the dispatcher routes it to test webhooks only.
-    const jobs = await insertEvents(trx, [
-      { evento: req.evento, empresaId: guia.empresa_id, sucursalId: guia.sucursal_id, data, requestId, sequence, mode: guia.modo },
-    ]);
+    const owner = { empresaId: guia.empresa_id, sucursalId: guia.sucursal_id, modo: guia.modo };
+    const jobs = await insertEvents(trx, [shipmentEvent(owner, requestId, { evento: req.evento, data, sequence })]);
     return { numeroGuia: guia.numero_guia, estado, jobs };
   });
   deps.outboxRelay.notify(result.jobs);

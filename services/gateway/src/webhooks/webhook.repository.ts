@@ -1,16 +1,11 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db, Modo, Transaction, Webhook } from '@svc/schema';
+import type { CompanyScope } from '../companies/company-scope';
 
-/**
- * Which webhooks a caller may see: those of its token's mode (a test token's webhooks are apart from
- * live ones), all of a company's, or (a branch token) the company's own and that branch's.
+/*
+ * A scope sees the webhooks of its mode (a test token's are apart from live ones): all of the
+ * company's, or (a branch's scope) the company's own and that branch's.
  */
-export interface WebhookScope {
-  empresaId: string;
-  modo: Modo;
-  /** Set for a branch token. */
-  sucursalId: string | null;
-}
 
 /**
  * Active webhooks of one mode of the company, its branches' included (the limit counts them all,
@@ -48,7 +43,7 @@ export async function insertWebhook(
 }
 
 /** A webhook visible in the scope, active or not; undefined otherwise. */
-export async function findWebhook(db: Db, scope: WebhookScope, id: string): Promise<Webhook | undefined> {
+export async function findWebhook(db: Db, scope: CompanyScope, id: string): Promise<Webhook | undefined> {
   let q = db.selectFrom('webhooks').selectAll().where('id', '=', id).where('empresa_id', '=', scope.empresaId).where('modo', '=', scope.modo);
   if (scope.sucursalId !== null) {
     const sucursalId = scope.sucursalId;
@@ -58,7 +53,7 @@ export async function findWebhook(db: Db, scope: WebhookScope, id: string): Prom
 }
 
 /** Active webhooks visible in the scope, oldest first. */
-export async function listActiveWebhooks(db: Db, scope: WebhookScope): Promise<Webhook[]> {
+export async function listActiveWebhooks(db: Db, scope: CompanyScope): Promise<Webhook[]> {
   let q = db
     .selectFrom('webhooks')
     .selectAll()
@@ -134,10 +129,10 @@ export async function rotateSecret(db: Db, empresaId: string, id: string, secret
 }
 
 /**
- * The company's webhook count (`webhook_versions`, kept by a trigger on this table) as SQL text,
- * for the statement that writes an event: the event carries it, and the dispatcher routes the
- * event from routes it holds only if they were read at that count or later. 0 before any webhook.
- * `empresaId` is SQL text (a column or a parameter placeholder written in code), never a value.
+ * The company's webhook count (`webhook_versions`, kept by a trigger on this table), for the
+ * statement that writes an event: the event carries it, and the dispatcher routes the event from
+ * routes it holds only if they were read at that count or later. 0 before any webhook.
  */
-export const webhooksVersionSql = (empresaId: string): string =>
-  `coalesce((select wv.version from webhook_versions wv where wv.empresa_id = ${empresaId}), 0)`;
+export function webhooksVersionOf(empresaId: RawBuilder<unknown>): RawBuilder<string> {
+  return sql<string>`coalesce((select wv.version from webhook_versions wv where wv.empresa_id = ${empresaId}), 0)`;
+}

@@ -1,34 +1,27 @@
-import type { Request, Router } from 'express';
-import { validateRecoveryRequest, validateSecretRotation, validateWebhookCreate, validateWebhookPatch } from '@svc/schema';
+import type { Router } from 'express';
+import { validateSecretRotation, validateWebhookCreate, validateWebhookPatch } from '@svc/schema';
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 import { requireCompany, requireBranch } from '../companies/company.service';
 import {
   createWebhook,
   deleteWebhook,
-  deliveryDetail,
-  deliveryLog,
   listWebhooks,
   patchWebhook,
   pingWebhook,
-  recoverDeliveries,
   requireHead,
-  resendDelivery,
   rotateWebhookSecret,
-  scopeOf,
   webhookDetail,
 } from './webhook.service';
 import { sendJson } from '../http/send-json';
-
-function principalOf(req: Request) {
-  return req.principal!;
-}
+import { principalOf } from '../http/request-principal';
+import { scopeOf } from '../companies/company-scope';
 
 /**
- * The six webhook operations of `/api/v1`, and what extensions.md adds: the delivery log, resending
- * and recovery, and secret rotation. A branch token reads (list, detail, delivery log) the webhooks
- * that receive its events; everything else is the head account's (403 FORBIDDEN). Each token sees
- * only the webhooks of its own mode (`scopeOf`): a test token's are the sandbox's, and receive only
+ * The six webhook operations of `/api/v1`, and secret rotation (extensions.md); a webhook's
+ * deliveries are `mountDeliveryRoutes`'. A branch token reads (list, detail) the webhooks that
+ * receive its events; everything else is the head account's (403 FORBIDDEN). Each token sees only
+ * the webhooks of its own mode (`scopeOf`): a test token's are the sandbox's, and receive only
  * sandbox events.
  */
 export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
@@ -37,7 +30,7 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
       const principal = principalOf(req);
       requireHead(principal);
       const body = validateWebhookCreate(req.body);
-      const data = await createWebhook(deps, { empresaId: principal.empresa.id, sucursalId: null, modo: principal.modo }, body);
+      const data = await createWebhook(deps, scopeOf(principal), body);
       sendJson(res, 201, { success: true, data });
     },
     get: async (req, res) => {
@@ -63,40 +56,6 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
       requireHead(principal);
       const data = await deleteWebhook(deps, scopeOf(principal), String(req.params.id));
       sendJson(res, 200, { success: true, data });
-    },
-  });
-
-  // The delivery log: readable by every token that reads the webhook's detail.
-  route(router, '/webhooks/:id/entregas', {
-    get: async (req, res) => {
-      const data = await deliveryLog(deps, scopeOf(principalOf(req)), String(req.params.id), req.query as Record<string, unknown>);
-      sendJson(res, 200, { success: true, data });
-    },
-  });
-
-  route(router, '/webhooks/:id/entregas/:entregaId', {
-    get: async (req, res) => {
-      const data = await deliveryDetail(deps, scopeOf(principalOf(req)), String(req.params.id), String(req.params.entregaId));
-      sendJson(res, 200, { success: true, data });
-    },
-  });
-
-  route(router, '/webhooks/:id/entregas/:entregaId/reenviar', {
-    post: async (req, res) => {
-      const principal = principalOf(req);
-      requireHead(principal);
-      const data = await resendDelivery(deps, scopeOf(principal), String(req.params.id), String(req.params.entregaId), req.requestId);
-      sendJson(res, 202, { success: true, data });
-    },
-  });
-
-  route(router, '/webhooks/:id/recuperar', {
-    post: async (req, res) => {
-      const principal = principalOf(req);
-      requireHead(principal);
-      const body = validateRecoveryRequest(req.body);
-      const data = await recoverDeliveries(deps, scopeOf(principal), String(req.params.id), body, deps.clock.now(), req.requestId);
-      sendJson(res, 202, { success: true, data });
     },
   });
 

@@ -3,52 +3,35 @@ import {
   AppError,
   DEFAULT_OVERLAP_HOURS,
   isUuid,
-  type DeliveryJob,
-  type Modo,
-  type RecoveryRequest,
+  previousSecretOf,
+  type Db,
   type SecretRotation,
   type Webhook,
   type WebhookCreate,
   type WebhookPatch,
 } from '@svc/schema';
-import { attemptDelivery, checkWebhookUrl, type AttemptInput } from '@svc/webhook-sender';
+import { attemptDelivery, checkWebhookUrl } from '@svc/webhook-sender';
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
+import type { CompanyScope } from '../companies/company-scope';
 import { lockCompany } from '../companies/company.repository';
-import { eventFields } from '../outbox/outbox.repository';
-import {
-  attemptsOf,
-  findLoggedDelivery,
-  insertPingDelivery,
-  insertRecoveryResends,
-  insertResend,
-  lastAttemptPerWebhook,
-  latestDeliveries,
-  listDeliveryLog,
-  type AttemptLog,
-  type Delivery,
-  type LastAttempt,
-  type LoggedDelivery,
-  type Resent,
-} from './delivery.repository';
-import { parseLogQuery, encodeLogCursor, parseInstant } from './delivery-log.query';
+import { insertPingDelivery, lastAttemptPerWebhook, latestDeliveries } from '../deliveries/delivery.repository';
+import { presentDelivery, presentLast } from '../deliveries/delivery.presenter';
 import {
   countActive,
   deactivateWebhook,
   findWebhook,
   insertWebhook,
   listActiveWebhooks,
-  lockWebhook,
   rotateSecret,
   updateWebhook,
-  type WebhookScope,
 } from './webhook.repository';
 
-type Deps = Pick<GatewayDeps, 'db' | 'sender' | 'logger' | 'resendRelay'>;
+type Deps = Pick<GatewayDeps, 'db' | 'sender' | 'logger'>;
 
 /** Active webhooks per company and mode, its branches' included: the contract's limit. */
 export const MAX_ACTIVE_WEBHOOKS = 10;
-/** The detail's window of deliveries. */
+/** The contract's window of deliveries in a webhook's detail: the 20 most recent. */
 export const DETAIL_DELIVERIES = 20;
 
 export const NOTA_SECRET =
@@ -61,9 +44,6 @@ const NOTA_ROTATED =
 const NOTA_OVERLAP =
   '; hasta secretoAnteriorExpiraEn cada entrega lleva además X-SVC-Signature-Anterior y una segunda firma en webhook-signature, calculadas con el secreto anterior.';
 
-/** The longest window of a recovery (extensions.md). */
-export const MAX_RECOVERY_MS = 14 * 24 * 3600 * 1000;
-
 /**
  * `whsec_` + the base64 of 32 random bytes (the Standard Webhooks form): `X-SVC-Signature` is keyed
  * with the whole string, `webhook-signature` with the 32 bytes. Webhooks created before this form
@@ -71,18 +51,6 @@ export const MAX_RECOVERY_MS = 14 * 24 * 3600 * 1000;
  */
 export function generateSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
-}
-
-/** The secret before the last rotation, while its overlap lasts (the sender checks the time again). */
-export function previousSecretOf(w: Webhook): AttemptInput['previousSecret'] {
-  return w.secreto_anterior !== null && w.secreto_anterior_expira_en !== null
-    ? { secret: w.secreto_anterior, expiresAt: w.secreto_anterior_expira_en }
-    : null;
-}
-
-/** A token's webhooks: those of its own mode (extensions.md, Sandbox parity); another mode's are not found. */
-export function scopeOf(p: Principal): WebhookScope {
-  return { empresaId: p.empresa.id, modo: p.modo, sucursalId: p.sucursal?.id ?? null };
 }
 
 /**
@@ -104,22 +72,6 @@ export function presentCreated(w: Webhook, secret: string) {
     descripcion: w.descripcion,
     createdAt: w.created_at.toISOString(),
     nota: NOTA_SECRET,
-  };
-}
-
-function presentLast(last: LastAttempt | undefined) {
-  return last ? { exitoso: last.exitoso, statusCode: last.statusCode, fecha: last.fecha.toISOString() } : null;
-}
-
-function presentDelivery(d: Delivery) {
-  return {
-    id: d.id,
-    evento: d.evento,
-    exitoso: d.exitoso,
-    statusCode: d.statusCode,
-    intentos: d.intentos,
-    ultimoIntentoEn: d.ultimoIntentoEn ? d.ultimoIntentoEn.toISOString() : null,
-    createdAt: d.createdAt.toISOString(),
   };
 }
 
@@ -150,7 +102,7 @@ function acceptedUrl(url: string): string {
  */
 export async function createWebhook(
   deps: Deps,
-  owner: { empresaId: string; sucursalId: string | null; modo: Modo },
+  owner: CompanyScope,
   body: WebhookCreate,
 ): Promise<ReturnType<typeof presentCreated>> {
   // Stored as the URL parser normalises it: the very form the sender will connect to.
@@ -180,7 +132,7 @@ export async function createWebhook(
  * read as if it still received events. A deactivated webhook stays readable by id (detail), with
  * its history.
  */
-export async function listWebhooks(deps: Deps, scope: WebhookScope) {
+export async function listWebhooks(deps: Deps, scope: CompanyScope) {
   const webhooks = await listActiveWebhooks(deps.db, scope);
   const last = await lastAttemptPerWebhook(
     deps.db,
@@ -196,16 +148,17 @@ export async function listWebhooks(deps: Deps, scope: WebhookScope) {
   }));
 }
 
-async function requireWebhook(deps: Deps, scope: WebhookScope, id: string): Promise<Webhook> {
-  const webhook = isUuid(id) ? await findWebhook(deps.db, scope, id) : undefined;
+/** The webhook `id` if the scope sees it, active or not; else 404 NOT_FOUND. */
+export async function requireWebhook(db: Db, scope: CompanyScope, id: string): Promise<Webhook> {
+  const webhook = isUuid(id) ? await findWebhook(db, scope, id) : undefined;
   if (!webhook) throw new AppError('NOT_FOUND', 'no such webhook');
   return webhook;
 }
 
-export async function webhookDetail(deps: Deps, scope: WebhookScope, id: string) {
-  const w = await requireWebhook(deps, scope, id);
-  const entregas = await latestDeliveries(deps.db, w.id, DETAIL_DELIVERIES);
-  return { ...presentUpdated(w), entregas: entregas.map(presentDelivery) };
+export async function webhookDetail(deps: Deps, scope: CompanyScope, id: string) {
+  const w = await requireWebhook(deps.db, scope, id);
+  const deliveries = await latestDeliveries(deps.db, w.id, DETAIL_DELIVERIES);
+  return { ...presentUpdated(w), entregas: deliveries.map(presentDelivery) };
 }
 
 /**
@@ -213,9 +166,9 @@ export async function webhookDetail(deps: Deps, scope: WebhookScope, id: string)
  * active webhooks (counted under the company's lock, as a creation does; an active one stays as it
  * is); `activo: false` deactivates it as DELETE does, without an error when it already is.
  */
-export async function patchWebhook(deps: Deps, scope: WebhookScope, id: string, body: WebhookPatch) {
+export async function patchWebhook(deps: Deps, scope: CompanyScope, id: string, body: WebhookPatch) {
   const url = body.url === undefined ? undefined : acceptedUrl(body.url);
-  const current = await requireWebhook(deps, scope, id);
+  const current = await requireWebhook(deps.db, scope, id);
   const fields: { url?: string; eventos?: string[]; descripcion?: string | null; activo?: boolean } = {};
   if (url !== undefined) fields.url = url;
   if (body.eventos !== undefined) fields.eventos = body.eventos;
@@ -239,8 +192,8 @@ export async function patchWebhook(deps: Deps, scope: WebhookScope, id: string, 
   return presentUpdated(updated);
 }
 
-export async function deleteWebhook(deps: Deps, scope: WebhookScope, id: string) {
-  const current = await requireWebhook(deps, scope, id);
+export async function deleteWebhook(deps: Deps, scope: CompanyScope, id: string) {
+  const current = await requireWebhook(deps.db, scope, id);
   const updated = await deactivateWebhook(deps.db, scope.empresaId, current.id);
   if (!updated) throw new AppError('ALREADY_INACTIVE', 'the webhook is already inactive');
   deps.logger.info({ webhookId: updated.id, empresaId: scope.empresaId }, 'webhook deactivated');
@@ -251,8 +204,8 @@ export async function deleteWebhook(deps: Deps, scope: WebhookScope, id: string)
  * One PING attempt through the dispatcher's own sending code (no retries), answered at once and
  * recorded among the webhook's deliveries.
  */
-export async function pingWebhook(deps: Deps, scope: WebhookScope, id: string) {
-  const w = await requireWebhook(deps, scope, id);
+export async function pingWebhook(deps: Deps, scope: CompanyScope, id: string) {
+  const w = await requireWebhook(deps.db, scope, id);
   if (!w.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
   const deliveryId = randomUUID();
   const outcome = await attemptDelivery(deps.sender, {
@@ -297,131 +250,6 @@ export async function pingWebhook(deps: Deps, scope: WebhookScope, id: string) {
   return { exitoso: outcome.ok, statusCode: outcome.statusCode, durationMs };
 }
 
-// ---- the delivery log ------------------------------------------------------------------------------
-
-function presentAttempt(a: AttemptLog) {
-  return {
-    numero: a.numero,
-    fecha: a.fecha.toISOString(),
-    statusCode: a.statusCode,
-    duracionMs: a.duracionMs,
-    error: a.error,
-    mensaje: a.mensaje,
-    respuesta: a.respuesta,
-  };
-}
-
-/** EntregaDetalle: the Delivery of the contract, and what the log adds. */
-function presentLogged(d: LoggedDelivery, attempts: AttemptLog[]) {
-  return {
-    ...presentDelivery(d),
-    estado: d.estado,
-    // A PING has no event: its own id names it.
-    eventoId: d.eventoId ?? d.id,
-    numeroGuia: d.numeroGuia,
-    reenvioDe: d.reenvioDe,
-    intentosDetalle: attempts.map(presentAttempt),
-  };
-}
-
-/** Every delivery of one webhook, newest first, filtered and paged. */
-export async function deliveryLog(deps: Deps, scope: WebhookScope, id: string, query: Record<string, unknown>) {
-  const { limit, after, filters } = parseLogQuery(query);
-  const w = await requireWebhook(deps, scope, id);
-  const rows = await listDeliveryLog(deps.db, w.id, filters, limit + 1, after);
-  const page = rows.slice(0, limit);
-  const attempts = await attemptsOf(
-    deps.db,
-    page.map((d) => d.id),
-  );
-  const last = page[page.length - 1];
-  return {
-    entregas: page.map((d) => presentLogged(d, attempts.get(d.id) ?? [])),
-    nextCursor: rows.length > limit && last ? encodeLogCursor(last.position) : null,
-  };
-}
-
-/** One delivery of the webhook, with its attempts. */
-export async function deliveryDetail(deps: Deps, scope: WebhookScope, id: string, entregaId: string) {
-  const w = await requireWebhook(deps, scope, id);
-  const d = isUuid(entregaId) ? await findLoggedDelivery(deps.db, w.id, entregaId) : undefined;
-  if (!d) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
-  const attempts = await attemptsOf(deps.db, [d.id]);
-  return presentLogged(d, attempts.get(d.id) ?? []);
-}
-
-// ---- resending and recovery ------------------------------------------------------------------------
-
-/** The first attempt of a resend: its event as the outbox keeps it, or for a PING `{}` in the webhook's mode. */
-function firstAttempt(w: Webhook, d: Resent, requestId: string): DeliveryJob {
-  const common = { deliveryId: d.id, attempt: 1, webhookId: w.id, eventId: d.eventoId ?? d.id, committedAt: d.createdAt.toISOString(), requestId };
-  if (d.event === null) return { ...common, evento: 'PING', data: {}, mode: w.modo };
-  return {
-    ...common,
-    evento: d.evento,
-    data: d.event.data,
-    ...(d.event.sequence === null ? {} : { sequence: d.event.sequence }),
-    mode: d.event.mode,
-  };
-}
-
-/**
- * Sends a delivery's event again to its webhook, now, with the webhook's current URL and secret: a
- * new delivery (new id) with the same event, `reenvioDe` = the original, and the usual attempts.
- * Written under the webhook's lock (so it sees `activo` as it is, and a concurrent recovery sees it),
- * then its first attempt is queued.
- */
-export async function resendDelivery(deps: Deps, scope: WebhookScope, id: string, entregaId: string, requestId: string) {
-  const w = await requireWebhook(deps, scope, id);
-  if (!isUuid(entregaId)) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
-  const resent = await deps.db.transaction().execute(async (trx) => {
-    const locked = await lockWebhook(trx, scope.empresaId, w.id);
-    const original = await findLoggedDelivery(trx, w.id, entregaId);
-    if (!locked || !original) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
-    if (!locked.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
-    if (original.estado === 'pendiente') throw new AppError('DELIVERY_PENDING', 'the delivery still has attempts left');
-    const made = await insertResend(trx, w.id, original.id, eventFields);
-    if (!made) throw new AppError('NOT_FOUND', 'the event of this delivery is no longer kept');
-    return made;
-  });
-  await deps.resendRelay.enqueue([firstAttempt(w, resent, requestId)]);
-  deps.logger.info({ webhookId: w.id, deliveryId: resent.id, reenvioDe: resent.reenvioDe, evento: resent.evento, requestId }, 'delivery resent');
-  return presentLogged(resent, []);
-}
-
-/** `{ desde, hasta? }` as a window: `hasta` defaults to now; at most 14 days; `desde` before `hasta`. */
-export function recoveryWindow(body: RecoveryRequest, now: Date): { desde: Date; hasta: Date } {
-  const desde = parseInstant('desde', body.desde);
-  const hasta = body.hasta === undefined ? now : parseInstant('hasta', body.hasta);
-  if (desde >= hasta) throw new AppError('VALIDATION_ERROR', 'desde must be before hasta');
-  if (hasta.getTime() - desde.getTime() > MAX_RECOVERY_MS) throw new AppError('VALIDATION_ERROR', 'the window from desde to hasta must be at most 14 days');
-  return { desde, hasta };
-}
-
-/**
- * Resends every failed delivery of the webhook created in the window that is not a resend and has
- * none yet. The resends are written in one statement under the webhook's lock, so two recoveries
- * of the same window, even at once, resend each delivery once; the answer comes as soon as they are
- * committed, and their first attempts are queued in batches behind it (`ResendRelay`).
- */
-export async function recoverDeliveries(deps: Deps, scope: WebhookScope, id: string, body: RecoveryRequest, now: Date, requestId: string) {
-  const window = recoveryWindow(body, now);
-  const w = await requireWebhook(deps, scope, id);
-  const resends = await deps.db.transaction().execute(async (trx) => {
-    const locked = await lockWebhook(trx, scope.empresaId, w.id);
-    if (!locked) throw new AppError('NOT_FOUND', 'no such webhook');
-    if (!locked.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
-    return insertRecoveryResends(trx, w.id, window, eventFields);
-  });
-  // Answered now; the jobs follow in batches.
-  if (resends.length > 0) void deps.resendRelay.enqueue(resends.map((d) => firstAttempt(w, d, requestId)));
-  deps.logger.info(
-    { webhookId: w.id, reenviadas: resends.length, desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), requestId },
-    'deliveries recovered',
-  );
-  return { reenviadas: resends.length };
-}
-
 // ---- secret rotation -------------------------------------------------------------------------------
 
 /**
@@ -429,8 +257,8 @@ export async function recoverDeliveries(deps: Deps, scope: WebhookScope, id: str
  * (`X-SVC-Signature-Anterior`, a second `webhook-signature`) for `solaparHoras` (default 24; 0: not
  * at all); an older overlap still running ends now. An inactive webhook's secret rotates too.
  */
-export async function rotateWebhookSecret(deps: Deps, scope: WebhookScope, id: string, body: SecretRotation) {
-  const w = await requireWebhook(deps, scope, id);
+export async function rotateWebhookSecret(deps: Deps, scope: CompanyScope, id: string, body: SecretRotation) {
+  const w = await requireWebhook(deps.db, scope, id);
   const hours = body.solaparHoras ?? DEFAULT_OVERLAP_HOURS;
   const secret = generateSecret();
   const rotated = await rotateSecret(deps.db, scope.empresaId, w.id, secret, hours);

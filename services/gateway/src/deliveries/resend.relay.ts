@@ -16,9 +16,12 @@ export interface ResendRelay {
 export interface ResendRelayOptions {
   queue: Pick<Queue<DeliveryJob>, 'addBulk'>;
   logger: Logger;
-  /** Jobs per addBulk. Default 500. */
+  /** Jobs per addBulk. Default BATCH_SIZE. */
   batchSize?: number;
 }
+
+/** Jobs per addBulk: one round trip for many resends, while a recovery of thousands still goes in short calls. */
+const BATCH_SIZE = 500;
 
 /**
  * Moves committed resends to the deliveries queue in batches, so that a recovery of thousands of
@@ -26,7 +29,7 @@ export interface ResendRelayOptions {
  */
 export function createResendRelay(options: ResendRelayOptions): ResendRelay {
   const { queue, logger } = options;
-  const batchSize = options.batchSize ?? 500;
+  const batchSize = options.batchSize ?? BATCH_SIZE;
   const running = new Set<Promise<void>>();
 
   async function run(jobs: readonly DeliveryJob[]): Promise<void> {

@@ -231,7 +231,7 @@ export async function attemptsOf(db: Db, ids: readonly string[]): Promise<Map<st
 export interface ResentEvent {
   data: ShipmentEventData;
   sequence: number | null;
-  mode: Modo;
+  modo: Modo;
 }
 
 export interface Resent extends LoggedDelivery {
@@ -240,7 +240,7 @@ export interface Resent extends LoggedDelivery {
 
 /**
  * Reads an event for the statement that writes its resends: a subquery of one row
- * `(event_data, event_sequence, event_mode)` for the event id in `column`, or none once the event is
+ * `(event_data, event_sequence, event_modo)` for the event id in `column`, or none once the event is
  * gone. The outbox repository owns it (`eventFields`).
  */
 export type EventFields = (column: string) => RawBuilder<unknown>;
@@ -258,9 +258,9 @@ export interface RecoveryWindow {
  * delivery whose event is no longer kept is skipped. Returns the resends with their events.
  */
 async function insertResends(trx: Transaction, condition: RawBuilder<boolean>, eventFields: EventFields): Promise<Resent[]> {
-  const result = await sql<LoggedRow & { event_data: ShipmentEventData | null; event_sequence: number | null; event_mode: Modo | null }>`
+  const result = await sql<LoggedRow & { event_data: ShipmentEventData | null; event_sequence: number | null; event_modo: Modo | null }>`
     with picked as (
-      select e.id, e.webhook_id, e.evento_id, e.evento, e.numero_guia, e.created_at, ev.event_data, ev.event_sequence, ev.event_mode
+      select e.id, e.webhook_id, e.evento_id, e.evento, e.numero_guia, e.created_at, ev.event_data, ev.event_sequence, ev.event_modo
       from entregas e
       left join lateral ${eventFields('e.evento_id')} ev on true
       where ${condition} and (e.evento = 'PING' or ev.event_data is not null)
@@ -271,13 +271,13 @@ async function insertResends(trx: Transaction, condition: RawBuilder<boolean>, e
       returning id, evento, exitoso, status_code, intentos, ultimo_intento_en, created_at, estado, evento_id, numero_guia, reenvio_de,
         created_at::text as at
     )
-    select ins.*, picked.event_data, picked.event_sequence, picked.event_mode
+    select ins.*, picked.event_data, picked.event_sequence, picked.event_modo
     from ins join picked on picked.id = ins.reenvio_de
     order by picked.created_at, picked.id
   `.execute(trx);
   return result.rows.map((r) => ({
     ...toLogged(r),
-    event: r.event_data === null || r.event_mode === null ? null : { data: r.event_data, sequence: r.event_sequence, mode: r.event_mode },
+    event: r.event_data === null || r.event_modo === null ? null : { data: r.event_data, sequence: r.event_sequence, modo: r.event_modo },
   }));
 }
 

@@ -1,0 +1,114 @@
+import { AppError, isUuid, type DeliveryJob, type RecoveryRequest, type Webhook } from '@svc/schema';
+import type { GatewayDeps } from '../deps';
+import type { CompanyScope } from '../companies/company-scope';
+import { eventFields } from '../outbox/outbox.repository';
+import { lockWebhook } from '../webhooks/webhook.repository';
+import { requireWebhook } from '../webhooks/webhook.service';
+import { attemptsOf, findLoggedDelivery, insertRecoveryResends, insertResend, listDeliveryLog, type RecoveryWindow, type Resent } from './delivery.repository';
+import { encodeLogCursor, parseInstant, parseLogQuery } from './delivery-log.query';
+import { presentLogged } from './delivery.presenter';
+
+type Deps = Pick<GatewayDeps, 'db' | 'logger' | 'resendRelay'>;
+
+/** The longest window of a recovery (extensions.md). */
+export const MAX_RECOVERY_MS = 14 * 24 * 3600 * 1000;
+
+// ---- the delivery log ------------------------------------------------------------------------------
+
+/** Every delivery of one webhook, newest first, filtered and paged. */
+export async function deliveryLog(deps: Deps, scope: CompanyScope, id: string, query: Record<string, unknown>) {
+  const { limit, after, filters } = parseLogQuery(query);
+  const w = await requireWebhook(deps.db, scope, id);
+  const rows = await listDeliveryLog(deps.db, w.id, filters, limit + 1, after);
+  const page = rows.slice(0, limit);
+  const attempts = await attemptsOf(
+    deps.db,
+    page.map((d) => d.id),
+  );
+  const last = page[page.length - 1];
+  return {
+    entregas: page.map((d) => presentLogged(d, attempts.get(d.id) ?? [])),
+    nextCursor: rows.length > limit && last ? encodeLogCursor(last.position) : null,
+  };
+}
+
+/** One delivery of the webhook, with its attempts. */
+export async function deliveryDetail(deps: Deps, scope: CompanyScope, id: string, entregaId: string) {
+  const w = await requireWebhook(deps.db, scope, id);
+  const d = isUuid(entregaId) ? await findLoggedDelivery(deps.db, w.id, entregaId) : undefined;
+  if (!d) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
+  const attempts = await attemptsOf(deps.db, [d.id]);
+  return presentLogged(d, attempts.get(d.id) ?? []);
+}
+
+// ---- resending and recovery ------------------------------------------------------------------------
+
+/** The first attempt of a resend: its event as the outbox keeps it, or for a PING `{}` in the webhook's mode. */
+function firstAttempt(w: Webhook, d: Resent, requestId: string): DeliveryJob {
+  const common = { deliveryId: d.id, attempt: 1, webhookId: w.id, eventId: d.eventoId ?? d.id, committedAt: d.createdAt.toISOString(), requestId };
+  if (d.event === null) return { ...common, evento: 'PING', data: {}, mode: w.modo };
+  return {
+    ...common,
+    evento: d.evento,
+    data: d.event.data,
+    ...(d.event.sequence === null ? {} : { sequence: d.event.sequence }),
+    mode: d.event.modo,
+  };
+}
+
+/**
+ * Sends a delivery's event again to its webhook, now, with the webhook's current URL and secret: a
+ * new delivery (new id) with the same event, `reenvioDe` = the original, and the usual attempts.
+ * Written under the webhook's lock (so it sees `activo` as it is, and a concurrent recovery sees it),
+ * then its first attempt is queued.
+ */
+export async function resendDelivery(deps: Deps, scope: CompanyScope, id: string, entregaId: string, requestId: string) {
+  const w = await requireWebhook(deps.db, scope, id);
+  if (!isUuid(entregaId)) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
+  const resent = await deps.db.transaction().execute(async (trx) => {
+    const locked = await lockWebhook(trx, scope.empresaId, w.id);
+    const original = await findLoggedDelivery(trx, w.id, entregaId);
+    if (!locked || !original) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
+    if (!locked.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
+    if (original.estado === 'pendiente') throw new AppError('DELIVERY_PENDING', 'the delivery still has attempts left');
+    const made = await insertResend(trx, w.id, original.id, eventFields);
+    if (!made) throw new AppError('NOT_FOUND', 'the event of this delivery is no longer kept');
+    return made;
+  });
+  await deps.resendRelay.enqueue([firstAttempt(w, resent, requestId)]);
+  deps.logger.info({ webhookId: w.id, deliveryId: resent.id, reenvioDe: resent.reenvioDe, evento: resent.evento, requestId }, 'delivery resent');
+  return presentLogged(resent, []);
+}
+
+/** `{ desde, hasta? }` as a window: `hasta` defaults to now; at most 14 days; `desde` before `hasta`. */
+export function recoveryWindow(body: RecoveryRequest, now: Date): RecoveryWindow {
+  const desde = parseInstant('desde', body.desde);
+  const hasta = body.hasta === undefined ? now : parseInstant('hasta', body.hasta);
+  if (desde >= hasta) throw new AppError('VALIDATION_ERROR', 'desde must be before hasta');
+  if (hasta.getTime() - desde.getTime() > MAX_RECOVERY_MS) throw new AppError('VALIDATION_ERROR', 'the window from desde to hasta must be at most 14 days');
+  return { desde, hasta };
+}
+
+/**
+ * Resends every failed delivery of the webhook created in the window that is not a resend and has
+ * none yet. The resends are written in one statement under the webhook's lock, so two recoveries
+ * of the same window, even at once, resend each delivery once; the answer comes as soon as they are
+ * committed, and their first attempts are queued in batches behind it (`ResendRelay`).
+ */
+export async function recoverDeliveries(deps: Deps, scope: CompanyScope, id: string, body: RecoveryRequest, now: Date, requestId: string) {
+  const window = recoveryWindow(body, now);
+  const w = await requireWebhook(deps.db, scope, id);
+  const resends = await deps.db.transaction().execute(async (trx) => {
+    const locked = await lockWebhook(trx, scope.empresaId, w.id);
+    if (!locked) throw new AppError('NOT_FOUND', 'no such webhook');
+    if (!locked.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
+    return insertRecoveryResends(trx, w.id, window, eventFields);
+  });
+  // Answered now; the jobs follow in batches.
+  if (resends.length > 0) void deps.resendRelay.enqueue(resends.map((d) => firstAttempt(w, d, requestId)));
+  deps.logger.info(
+    { webhookId: w.id, reenviadas: resends.length, desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), requestId },
+    'deliveries recovered',
+  );
+  return { reenviadas: resends.length };
+}
