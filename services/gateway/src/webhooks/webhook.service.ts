@@ -18,7 +18,10 @@ import { lockCompany } from '../companies/company.repository';
 import { eventFields } from '../outbox/outbox.repository';
 import {
   attemptsOf,
+  deliveriesOfShipment,
   findLoggedDelivery,
+  hourlyDeliveries,
+  pendingDeliveriesByMode,
   insertPingDelivery,
   insertRecoveryResends,
   insertResend,
@@ -34,10 +37,12 @@ import {
 import { parseLogQuery, encodeLogCursor, parseInstant } from './delivery-log.query';
 import {
   countActive,
+  countActiveByMode,
   deactivateWebhook,
   findWebhook,
   insertWebhook,
   listActiveWebhooks,
+  listOwnerWebhooks,
   lockWebhook,
   rotateSecret,
   updateWebhook,
@@ -443,4 +448,59 @@ export async function rotateWebhookSecret(deps: Deps, scope: WebhookScope, id: s
     secretoAnteriorExpiraEn: expiresAt ? expiresAt.toISOString() : null,
     nota: expiresAt ? NOTA_ROTATED + NOTA_OVERLAP : `${NOTA_ROTATED}; el secreto anterior ya no firma.`,
   };
+}
+
+// ---- the customer portal's views (portal.md) ---------------------------------------------------------
+
+/**
+ * The portal's table of webhooks: every webhook of one owner (the company's own, or one branch's) in
+ * one mode, active or not (the portal reactivates them), with its last attempt.
+ */
+export async function listOwnerWebhookViews(deps: Deps, owner: { empresaId: string; modo: Modo; sucursalId: string | null }) {
+  const webhooks = await listOwnerWebhooks(deps.db, owner);
+  const last = await lastAttemptPerWebhook(
+    deps.db,
+    webhooks.map((w) => w.id),
+  );
+  return webhooks.map((w) => ({
+    ...presentUpdated(w),
+    sucursalId: w.sucursal_id,
+    ultimoDelivery: presentLast(last.get(w.id)),
+  }));
+}
+
+/** Active webhooks of a company per mode, its branches' included. */
+export function activeWebhookCounts(deps: Deps, empresaId: string): Promise<Record<Modo, number>> {
+  return countActiveByMode(deps.db, empresaId);
+}
+
+/** One hour of the portal's chart. */
+export interface DeliveryHour {
+  hora: string;
+  exitosas: number;
+  fallidas: number;
+}
+
+const HOUR_MS = 3600_000;
+
+/**
+ * The company's deliveries of the last `hours` hours (the current one included) per hour and mode,
+ * by how they ended, every hour present; and how many have attempts left now, per mode.
+ */
+export async function deliverySummary(deps: Deps, empresaId: string, now: Date, hours = 24) {
+  const first = Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - (hours - 1) * HOUR_MS;
+  const [rows, pendientes] = await Promise.all([hourlyDeliveries(deps.db, empresaId, new Date(first)), pendingDeliveriesByMode(deps.db, empresaId)]);
+  const series = (modo: Modo): DeliveryHour[] =>
+    Array.from({ length: hours }, (_, i) => {
+      const at = first + i * HOUR_MS;
+      const row = rows.find((r) => r.modo === modo && r.hora.getTime() === at);
+      return { hora: new Date(at).toISOString(), exitosas: row?.exitosas ?? 0, fallidas: row?.fallidas ?? 0 };
+    });
+  return { porHora: { live: series('live'), test: series('test') }, pendientes };
+}
+
+/** The deliveries one shipment's events made to the company's webhooks of its mode, newest first. */
+export async function shipmentDeliveryViews(deps: Deps, shipment: { empresaId: string; modo: Modo; numeroGuia: string; since: Date }, limit = 100) {
+  const rows = await deliveriesOfShipment(deps.db, shipment, limit);
+  return rows.map((d) => ({ ...presentDelivery(d), estado: d.estado, webhookId: d.webhookId, url: d.url, reenvioDe: d.reenvioDe }));
 }
