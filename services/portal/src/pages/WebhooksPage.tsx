@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useSearchParams } from 'react-router';
+import { useLocation, useNavigate, useSearchParams } from 'react-router';
 import { api, type Modo, type WebhookCreated, type WebhookRow } from '../api';
 import { MODO_NOMBRE } from '../format';
 import { LoadError, Loading, Page, SecretField, Status } from '../ui';
@@ -9,9 +9,11 @@ import { WebhookTable } from './WebhookTable';
 
 /** `?modo=test` is the sandbox; anything else production. */
 export function useModo(): [Modo, (m: Modo) => void] {
-  const [params, setParams] = useSearchParams();
+  const [params] = useSearchParams();
+  const { pathname } = useLocation();
+  const navigate = useNavigate();
   const modo: Modo = params.get('modo') === 'test' ? 'test' : 'live';
-  return [modo, (m) => setParams(m === 'test' ? { modo: 'test' } : {}, { replace: true })];
+  return [modo, (m) => void navigate({ pathname, search: m === 'test' ? '?modo=test' : '' }, { replace: true })];
 }
 
 /** The radio group **Modo**: **Producción** or **Sandbox**. */
