@@ -31,7 +31,7 @@ export interface Portal {
   company(fields?: Record<string, unknown>): Promise<{ id: string; nombre: string }>;
   /** A portal link for the company, as the courier's website would ask for it. */
   link(empresaId: string, usuario?: string): Promise<string>;
-  /** Opens the link and waits for **Resumen**. */
+  /** Opens the link and waits for **Resumen** with its data (no request of the first page still under way). */
   enter(page: Page, empresaId: string, usuario?: string): Promise<void>;
   admin(method: string, path: string, body?: unknown): Promise<Api>;
   /** No serious or critical axe violation on the page as it is now. */
@@ -64,6 +64,7 @@ export const test = base.extend<{ portal: Portal }>({
       async enter(page, empresaId, usuario) {
         await page.goto(await link(empresaId, usuario));
         await expect(page.getByRole('heading', { level: 1, name: 'Resumen' })).toBeVisible();
+        await expect(page.getByRole('heading', { level: 2, name: 'Empresa', exact: true })).toBeVisible();
       },
       async axe(page, label) {
         const result = await new AxeBuilder({ page }).analyze();

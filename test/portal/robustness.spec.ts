@@ -65,11 +65,17 @@ test('when the API cannot be reached: a message and Reintentar, never a blank pa
 test('keyboard only: skip link, navigation, a confirmation dialog closed with Escape', async ({ page, portal }) => {
   const empresa = await portal.company();
   await portal.enter(page, empresa.id);
-  await page.keyboard.press('Tab');
-  await expect(page.getByRole('link', { name: 'Saltar al contenido' })).toBeFocused();
+  // Each page puts the focus on its heading; backwards from it, through the navigation, is the skip link.
+  await expect(page.getByRole('heading', { level: 1, name: 'Resumen' })).toBeFocused();
+  const skip = page.getByRole('link', { name: 'Saltar al contenido' });
+  for (let i = 0; i < 12 && !(await skip.evaluate((el) => el === document.activeElement)); i++) await page.keyboard.press('Shift+Tab');
+  await expect(skip).toBeFocused();
+  await expect(skip).toBeInViewport();
   await page.getByRole('link', { name: 'Tokens', exact: true }).focus();
   await page.keyboard.press('Enter');
   await expect(page.getByRole('heading', { level: 1, name: 'Tokens de API' })).toBeFocused();
+  // The page's data first, as a person sees it; the focus stays on the heading meanwhile.
+  await expect(page.getByRole('button', { name: 'Generar tokens' })).toBeVisible();
   await page.keyboard.press('Tab');
   await expect(page.getByRole('button', { name: 'Generar tokens' })).toBeFocused();
   await page.keyboard.press('Enter');
