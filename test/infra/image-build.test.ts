@@ -180,6 +180,9 @@ describe('scripts/image-build.sh (the images’ build, replayed without Docker)'
       expect(ownSources(join(out, svc))).toEqual([]);
     }
     expect(existsSync(join(out, 'gateway/dist/migrate.js'))).toBe(true);
+    // The customer portal's build, which the gateway serves at /portal/: its page and hashed scripts.
+    expect(existsSync(join(out, 'gateway/dist/portal/index.html'))).toBe(true);
+    expect(readdirSync(join(out, 'gateway/dist/portal/assets')).filter((f) => /^index-[\w-]+\.js$/.test(f))).toHaveLength(1);
   });
 
   it.each(['gateway', 'dispatcher'])('deploys the %s with production dependencies only', (svc) => {
@@ -216,6 +219,16 @@ describe('scripts/image-build.sh (the images’ build, replayed without Docker)'
       const res = await fetch(`http://127.0.0.1:${port}/no-such-route`);
       expect(res.status).toBe(404);
       expect(res.headers.get('content-type')).toMatch(/json/);
+      // The portal, from the image's own tree: the page, then the script it names.
+      const page = await fetch(`http://127.0.0.1:${port}/portal/`);
+      expect(page.status).toBe(200);
+      const html = await page.text();
+      const script = /src="(\/portal\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+      expect(script).toBeDefined();
+      const js = await fetch(`http://127.0.0.1:${port}${script!}`);
+      // Read whole, as a browser does: an unread body would hold the connection open through the stop.
+      const bytes = (await js.arrayBuffer()).byteLength;
+      expect({ status: js.status, cache: js.headers.get('cache-control'), read: bytes > 0 }).toEqual({ status: 200, cache: 'public, max-age=31536000, immutable', read: true });
 
       for (const p of [gateway, dispatcher]) p.child.kill('SIGTERM');
       expect(await Promise.all([gateway.exit, dispatcher.exit])).toEqual([0, 0]);

@@ -89,17 +89,20 @@ export class ContractChecker {
 
     const out: string[] = [];
     for (const [name, header] of Object.entries(declared.headers ?? {})) {
-      const raw = res.headers[name.toLowerCase()] as string | undefined;
-      if (raw === undefined) {
+      const got = res.headers[name.toLowerCase()] as string | string[] | undefined;
+      if (got === undefined) {
         if (header.required) out.push(`${where}: required header ${name} is missing`);
         continue;
       }
       if (!header.schema) continue;
-      // Headers are text: an integer header is checked as the integer it spells.
-      const type = header.schema.type;
-      const value = (type === 'integer' || type === 'number') && /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw;
-      const fn = this.validator(header.schema);
-      if (!fn(value)) out.push(`${where}: header ${name}=${JSON.stringify(raw)} ${this.ajv.errorsText(fn.errors)}`);
+      // Node gives a repeatable header (Set-Cookie) as an array: each value is checked.
+      for (const raw of ([] as string[]).concat(got)) {
+        // Headers are text: an integer header is checked as the integer it spells.
+        const type = header.schema.type;
+        const value = (type === 'integer' || type === 'number') && /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw;
+        const fn = this.validator(header.schema);
+        if (!fn(value)) out.push(`${where}: header ${name}=${JSON.stringify(raw)} ${this.ajv.errorsText(fn.errors)}`);
+      }
     }
 
     const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim();

@@ -12,11 +12,15 @@ import { mountShipmentRoutes, mountShipmentInternalRoutes } from './shipments/sh
 import { mountWebhookRoutes, mountWebhookInternalRoutes } from './webhooks/webhook.routes';
 import { mountDeliveryRoutes } from './deliveries/delivery.routes';
 import { openApiRouter } from './openapi/openapi.routes';
+import { mountPortalInternalRoutes } from './portal/portal.internal-routes';
+import { mountPortalRoutes } from './portal/portal.routes';
+import { portalStatic } from './portal/portal-static';
 import type { GatewayDeps } from './deps';
 
 /**
  * The flow of a request: request id → access log → (internal: admin token | api: rate headers →
- * authentication → rate limit) → JSON body → route → error envelope.
+ * authentication → rate limit | portal: session cookie → anti-CSRF → session rate limit) → JSON body
+ * → route → error envelope.
  *
  * `/api/v1` is one mount whose router runs the guards first: a guard inside the router is a layer
  * at `/`, which the router passes without matching or trimming the path again (five layers mounted
@@ -36,6 +40,7 @@ export function createApp(deps: GatewayDeps): Express {
   mountCompanyInternalRoutes(internal, deps);
   mountShipmentInternalRoutes(internal, deps);
   mountWebhookInternalRoutes(internal, deps);
+  mountPortalInternalRoutes(internal, deps);
   internal.use(notFound);
   // The internal routes keep their guards on the mount: they are no hot path, and a refusal from
   // the guard is then written in the request's own tick (an error leaving a router is written a
@@ -57,6 +62,13 @@ export function createApp(deps: GatewayDeps): Express {
   mountDeliveryRoutes(api, deps);
   api.use(notFound);
   app.use('/api/v1', api);
+
+  // The customer portal (portal.md): its API, guarded by the session's cookie, then its built pages.
+  const portalApi = Router({ strict: false });
+  mountPortalRoutes(portalApi, deps, deps.portalRateLimiter);
+  portalApi.use(notFound);
+  app.use('/portal/v1', portalApi);
+  app.use('/portal', portalStatic(deps.config));
 
   // The API's description, outside /api/v1: the contract asks a bearer token on every /api/v1 route,
   // and a client generator needs the document before it has one. After the two mounts, which it

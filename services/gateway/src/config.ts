@@ -1,4 +1,4 @@
-import { loadSettings, type CommonSettings } from '@svc/schema';
+import { loadSettings, type CommonSettings, type SettingsReader } from '@svc/schema';
 
 /**
  * Every setting of the gateway, parsed once at start from the environment (and `.env`): the
@@ -24,7 +24,33 @@ export interface GatewayConfig extends CommonSettings {
    * The dispatcher removes old deliveries and events under the same setting. Default 30.
    */
   retentionDays: number;
+  /**
+   * PORTAL_BASE_URL: the origin written into portal links (portal.md). Default unset: the link is
+   * `http://localhost:{the port the gateway listens on}`.
+   */
+  portalBaseUrl: string | undefined;
+  /** PORTAL_LINK_TTL_SECONDS: how long an unused portal link works. Default 600. */
+  portalLinkTtlSeconds: number;
+  /**
+   * PORTAL_FRAME_ANCESTORS: origins (comma- or space-separated) allowed to frame the portal, the
+   * CSP's `frame-ancestors`. Default empty: none.
+   */
+  portalFrameAncestors: string[];
+  /**
+   * PORTAL_RATE_LIMIT_PER_MINUTE: requests per sliding 60 s window per portal session. Default 300:
+   * a page view makes up to six requests, so a person clicking fast stays far below it while a
+   * script driving a stolen session is bounded.
+   */
+  portalRateLimitPerMinute: number;
+  /**
+   * PORTAL_ASSETS_DIR: the portal's built files (`services/portal`'s `build`). Default: `portal/`
+   * beside the bundle (the image), else `services/portal/dist` of the workspace.
+   */
+  portalAssetsDir: string | undefined;
 }
+
+/** An origin as `frame-ancestors` takes it: scheme, host, optional port; nothing that could end the header. */
+const FRAME_ORIGIN = /^https?:\/\/(?:\*\.)?[A-Za-z0-9.-]+(?::\d{1,5})?$/;
 
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
   return loadSettings('gateway', env, (r) => ({
@@ -34,5 +60,29 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     rateLimitPerMinute: r.int('RATE_LIMIT_PER_MINUTE', 100, 1, 10_000_000),
     sandboxDailyLimit: r.int('SANDBOX_DAILY_LIMIT', 10_000, 0, 100_000_000),
     retentionDays: r.int('RETENTION_DAYS', 30, 1, 36_500),
+    portalBaseUrl: readPortalBaseUrl(r),
+    portalLinkTtlSeconds: r.int('PORTAL_LINK_TTL_SECONDS', 600, 1, 86_400),
+    portalFrameAncestors: readFrameAncestors(r),
+    portalRateLimitPerMinute: r.int('PORTAL_RATE_LIMIT_PER_MINUTE', 300, 1, 10_000_000),
+    portalAssetsDir: r.optional('PORTAL_ASSETS_DIR'),
   }));
+}
+
+function readPortalBaseUrl(r: SettingsReader): string | undefined {
+  const raw = r.optional('PORTAL_BASE_URL');
+  if (raw === undefined) return undefined;
+  const url = r.url('PORTAL_BASE_URL', raw, ['http:', 'https:']);
+  // The origin only: the portal's path is the gateway's to add.
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+function readFrameAncestors(r: SettingsReader): string[] {
+  const origins = r.string('PORTAL_FRAME_ANCESTORS', '').split(/[\s,]+/).filter(Boolean);
+  const bad = origins.filter((o) => !FRAME_ORIGIN.test(o));
+  r.check('PORTAL_FRAME_ANCESTORS', bad.length === 0, `origins like https://www.example.com, separated by commas (not: ${bad.join(' ')})`);
+  return bad.length === 0 ? origins : [];
 }

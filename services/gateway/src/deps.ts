@@ -16,6 +16,8 @@ export interface GatewayDeps {
   redis: RedisClient;
   tokenCache: TokenCache;
   rateLimiter: RateLimiter;
+  /** The customer portal's: the same sliding window per session (PORTAL_RATE_LIMIT_PER_MINUTE). */
+  portalRateLimiter: RateLimiter;
   outboxRelay: OutboxRelay;
   /** Queues the first attempts of resends (`reenviar`, `recuperar`) in batches. */
   resendRelay: ResendRelay;

@@ -102,6 +102,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       redis,
       tokenCache,
       rateLimiter: new RateLimiter(redis, config.redisPrefix, config.rateLimitPerMinute),
+      portalRateLimiter: new RateLimiter(redis, config.redisPrefix, config.portalRateLimitPerMinute),
       outboxRelay,
       resendRelay,
       sender,

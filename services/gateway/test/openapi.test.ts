@@ -12,6 +12,8 @@ import {
   validateGuiaBatch,
   validateGuiaCreate,
   validateGuiaEvento,
+  validatePortalLinkRequest,
+  validatePortalSessionRequest,
   validateRecoveryRequest,
   validateSecretRotation,
   validateSucursalCreate,
@@ -111,6 +113,14 @@ describe('the OpenAPI document (openapi/openapi.yaml)', () => {
       'POST /internal/v1/empresas/{id}/sucursales': validateSucursalCreate,
       'POST /internal/v1/empresas/{id}/sucursales/{sid}/webhooks': validateWebhookCreate,
       'POST /internal/v1/guias/{numeroGuia}/eventos': validateGuiaEvento,
+      'POST /internal/v1/empresas/{id}/portal': validatePortalLinkRequest,
+      'POST /portal/v1/sesion': validatePortalSessionRequest,
+      'POST /portal/v1/webhooks': validateWebhookCreate,
+      'PATCH /portal/v1/webhooks/{id}': validateWebhookPatch,
+      'POST /portal/v1/webhooks/{id}/secreto': validateSecretRotation,
+      'POST /portal/v1/webhooks/{id}/recuperar': validateRecoveryRequest,
+      'POST /portal/v1/sucursales/{sid}/webhooks': validateWebhookCreate,
+      'POST /portal/v1/sandbox/guias/{numeroGuia}/simular': validateGuiaEvento,
     };
     const withBody: string[] = [];
     for (const [template, item] of Object.entries(doc.paths)) {
@@ -419,6 +429,88 @@ describe('the gateway against its OpenAPI document', () => {
     const head = await createCompany(gw, { sucursalesHabilitadas: true });
     const branch = await createBranch(gw, head.id);
     expect((await api('post', `/webhooks/${id}/entregas/${entrega.id}/reenviar`, branch.live)).status).toBe(403);
+  });
+
+  it('the customer portal: a link, its session, every operation of its pages, and their errors', async () => {
+    const company = await admin('post', '/empresas', { nombre: 'Portal S.A.', verificada: true, sucursalesHabilitadas: true, planActivo: true, creditos: 10 });
+    const id = company.body.data.id as string;
+    const link = await admin('post', `/empresas/${id}/portal`, { usuario: 'ana@portal.gt' });
+    expect(link.status).toBe(201);
+    expect((await admin('post', `/empresas/${id}/portal`, { usuario: '' })).status).toBe(400);
+    expect((await admin('post', '/empresas/00000000-0000-4000-8000-000000000000/portal', { usuario: 'x' })).status).toBe(404);
+    const secret = new URL(link.body.data.url as string).hash.slice(1);
+    const started = await checker.send(gw.http, 'post', '/portal/v1/sesion', { body: { enlace: secret } });
+    expect(started.status).toBe(201);
+    expect((await checker.send(gw.http, 'post', '/portal/v1/sesion', { body: { enlace: secret } })).status).toBe(401); // used
+    expect((await checker.send(gw.http, 'post', '/portal/v1/sesion', { body: {} })).status).toBe(400);
+    expect((await checker.send(gw.http, 'post', '/portal/v1/sesion', { raw: { type: 'text/plain', data: 'x' } })).status).toBe(415);
+    const cookie = String(([] as string[]).concat(started.headers['set-cookie'] ?? [])[0]).split(';')[0]!;
+    const csrf = started.body.data.csrfToken as string;
+    type PortalOpts = { body?: unknown; csrf?: boolean };
+    const portal = (method: Method, path: string, opts: PortalOpts = {}) =>
+      checker.send(gw.http, method, `/portal/v1${path}`, {
+        headers: { Cookie: cookie, ...(opts.csrf === false || method === 'get' ? {} : { 'X-CSRF-Token': csrf }) },
+        body: opts.body,
+      });
+
+    expect((await portal('get', '/sesion')).status).toBe(200);
+    expect((await portal('get', '/resumen')).body.data.entregas.porHora.live).toHaveLength(24);
+    expect((await portal('get', '/tokens')).body.data).toEqual({ generadosEn: null, verificada: true });
+    expect((await portal('post', '/tokens', { csrf: false })).status).toBe(403);
+    expect((await portal('post', '/tokens')).status).toBe(201);
+    expect((await portal('delete', '/tokens')).body.data).toEqual({ eliminados: 2 });
+    receiver.respond('/portal-contract', { status: 200 });
+    const created = await portal('post', '/webhooks?modo=live', { body: { url: receiver.url('/portal-contract'), descripcion: 'Portal' } });
+    expect(created.status).toBe(201);
+    const wid = created.body.data.id as string;
+    expect((await portal('post', '/webhooks', { body: { url: 'http://example.com/x' } })).status).toBe(400);
+    expect((await portal('get', '/webhooks?modo=live')).body.data).toHaveLength(1);
+    expect((await portal('get', '/webhooks?modo=nada')).status).toBe(400);
+    expect((await portal('get', `/webhooks/${wid}?modo=live`)).status).toBe(200);
+    expect((await portal('get', `/webhooks/${wid}?modo=test`)).status).toBe(404);
+    expect((await portal('post', `/webhooks/${wid}/test?modo=live`)).body.data.exitoso).toBe(true);
+    expect((await portal('patch', `/webhooks/${wid}?modo=live`, { body: { descripcion: 'Editado' } })).status).toBe(200);
+    expect((await portal('post', `/webhooks/${wid}/secreto?modo=live`, { body: { solaparHoras: 1 } })).status).toBe(200);
+    const log = await portal('get', `/webhooks/${wid}/entregas?modo=live&limit=5`);
+    const eid = log.body.data.entregas[0].id as string;
+    expect((await portal('get', `/webhooks/${wid}/entregas/${eid}?modo=live`)).status).toBe(200);
+    expect((await portal('post', `/webhooks/${wid}/entregas/${eid}/reenviar?modo=live`)).status).toBe(202);
+    expect((await portal('post', `/webhooks/${wid}/recuperar?modo=live`, { body: { desde: new Date(Date.now() - 3600_000).toISOString() } })).status).toBe(202);
+    expect((await portal('delete', `/webhooks/${wid}?modo=live`)).body.data).toEqual({ id: wid, activo: false });
+    expect((await portal('delete', `/webhooks/${wid}?modo=live`)).status).toBe(409);
+    expect((await portal('patch', `/webhooks/${wid}?modo=live`, { body: { activo: true } })).body.data.activo).toBe(true);
+
+    const sucursal = await admin('post', `/empresas/${id}/sucursales`, { nombre: 'Zona 4' });
+    const sid = sucursal.body.data.id as string;
+    expect((await portal('post', `/sucursales/${sid}/tokens`)).status).toBe(201);
+    expect((await portal('post', `/sucursales/${sid}/webhooks`, { body: { url: 'https://receiver.test:8443/branch' } })).status).toBe(201);
+    expect((await portal('get', '/sucursales')).body.data[0].webhooks).toHaveLength(1);
+    expect((await portal('delete', `/sucursales/${sid}/tokens`)).body.data).toEqual({ eliminados: 2 });
+    expect((await portal('post', '/sucursales/00000000-0000-4000-8000-000000000000/tokens')).status).toBe(404);
+
+    const guia = await portal('post', '/sandbox/guias');
+    expect(guia.status).toBe(201);
+    const numero = guia.body.data.numeroGuia as string;
+    expect((await portal('get', '/sandbox/guias')).body.data.guias).toHaveLength(1);
+    expect((await portal('post', `/sandbox/guias/${numero}/simular`, { body: { evento: 'GUIA_RECOLECTADA' } })).status).toBe(200);
+    expect((await portal('post', `/sandbox/guias/${numero}/simular`, { body: { evento: 'GUIA_RECOLECTADA' } })).status).toBe(409);
+    expect((await portal('get', `/sandbox/guias/${numero}`)).body.data.eventosPermitidos).toContain('GUIA_EN_BODEGA');
+    expect((await portal('get', '/sandbox/guias/SVC0000000000')).status).toBe(404);
+
+    // Another company's resources are not found; a company without branches has no Sucursales.
+    const other = await admin('post', '/empresas', { nombre: 'Otra S.A.' });
+    const otherLink = await admin('post', `/empresas/${other.body.data.id as string}/portal`, { usuario: 'otro' });
+    const otherStarted = await checker.send(gw.http, 'post', '/portal/v1/sesion', { body: { enlace: new URL(otherLink.body.data.url as string).hash.slice(1) } });
+    const otherCookie = String(([] as string[]).concat(otherStarted.headers['set-cookie'] ?? [])[0]).split(';')[0]!;
+    expect((await checker.send(gw.http, 'get', `/portal/v1/webhooks/${wid}`, { headers: { Cookie: otherCookie } })).status).toBe(404);
+    expect((await checker.send(gw.http, 'get', '/portal/v1/sucursales', { headers: { Cookie: otherCookie } })).status).toBe(409);
+    expect((await checker.send(gw.http, 'post', '/portal/v1/tokens', { headers: { Cookie: otherCookie, 'X-CSRF-Token': otherStarted.body.data.csrfToken as string } })).status).toBe(409);
+
+    // The end of a session: the operator's, then Cerrar sesión.
+    expect((await admin('delete', `/empresas/${other.body.data.id as string}/portal`)).body.data).toEqual({ sesionesTerminadas: 1 });
+    expect((await checker.send(gw.http, 'get', '/portal/v1/sesion', { headers: { Cookie: otherCookie } })).status).toBe(401);
+    expect((await portal('delete', '/sesion')).body.data).toEqual({ cerrada: true });
+    expect((await portal('get', '/resumen')).status).toBe(401);
   });
 
   it('the rate limit: three headers on every answer, and 429 RATE_LIMIT_EXCEEDED with Retry-After', async () => {

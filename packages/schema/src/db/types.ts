@@ -169,6 +169,33 @@ export interface IdempotenciaTable {
   created_at: Timestamp;
 }
 
+/** A single-use portal link (portal.md): the hash of its secret, never the secret. */
+export interface PortalEnlacesTable {
+  id: Generated<string>;
+  empresa_id: string;
+  /** Who the link is for, as the courier's website named them (kept for the activity log). */
+  usuario: string;
+  hash: string;
+  expira_en: Date;
+  /** Set when the link was traded for a session: it works once. */
+  usado_en: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+/** A portal session: the hash of its cookie's secret, its idle and absolute ends. */
+export interface PortalSesionesTable {
+  id: Generated<string>;
+  empresa_id: string;
+  usuario: string;
+  hash: string;
+  created_at: Date;
+  ultimo_uso_en: Date;
+  /** The absolute end (8 hours after it began). */
+  expira_en: Date;
+  /** Set on logout, or when the operator ends the company's sessions. */
+  terminada_en: NullableTimestamp;
+}
+
 export interface Database {
   empresas: EmpresasTable;
   sucursales: SucursalesTable;
@@ -181,6 +208,8 @@ export interface Database {
   entregas: EntregasTable;
   entrega_intentos: EntregaIntentosTable;
   idempotencia: IdempotenciaTable;
+  portal_enlaces: PortalEnlacesTable;
+  portal_sesiones: PortalSesionesTable;
 }
 
 export type Empresa = Selectable<EmpresasTable>;

@@ -184,3 +184,21 @@ export const validateGuiaEvento = compile<GuiaEventoRequest>({
   if: { properties: { evento: { const: 'GUIA_DEVOLUCION' } }, required: ['evento'] },
   then: { required: ['motivo'] },
 });
+
+// ---- the customer portal (portal.md) ------------------------------------------------------------
+
+/** `POST /internal/v1/empresas/{id}/portal`: who the link is for (an e-mail or a name). */
+export const validatePortalLinkRequest = compile<{ usuario: string }>({
+  type: 'object',
+  properties: { usuario: text(200) },
+  required: ['usuario'],
+  additionalProperties: false,
+});
+
+/** `POST /portal/v1/sesion`: the secret of the link's fragment, traded for a session. */
+export const validatePortalSessionRequest = compile<{ enlace: string }>({
+  type: 'object',
+  properties: { enlace: text(200) },
+  required: ['enlace'],
+  additionalProperties: false,
+});

@@ -54,3 +54,11 @@ export async function hashesOfCompany(db: Db, empresaId: string): Promise<string
   const rows = await db.selectFrom('tokens').select('hash').where('empresa_id', '=', empresaId).execute();
   return rows.map((r) => r.hash);
 }
+
+/** When the owner's current pair was generated; undefined while it has none (the portal's Tokens page). */
+export async function tokenPairGeneratedAt(db: Db, owner: { empresaId: string; sucursalId: string | null }): Promise<Date | undefined> {
+  let q = db.selectFrom('tokens').select((eb) => eb.fn.max('created_at').as('at')).where('empresa_id', '=', owner.empresaId);
+  q = owner.sucursalId ? q.where('sucursal_id', '=', owner.sucursalId) : q.where('sucursal_id', 'is', null);
+  const row = await q.executeTakeFirst();
+  return row?.at ?? undefined;
+}

@@ -66,6 +66,11 @@ export async function findBranch(db: Db, empresaId: string, sucursalId: string):
     .executeTakeFirst();
 }
 
+/** The company's branches, oldest first. */
+export async function listBranches(db: Db, empresaId: string): Promise<Sucursal[]> {
+  return db.selectFrom('sucursales').selectAll().where('empresa_id', '=', empresaId).orderBy('created_at').orderBy('id').execute();
+}
+
 /**
  * Locks the company row until the transaction ends: what is decided per company under it (the
  * 10-active-webhook limit) cannot be decided twice at once. False when there is no such company.

@@ -307,3 +307,89 @@ export async function insertRecoveryResends(trx: Transaction, webhookId: string,
     eventFields,
   );
 }
+
+// ---- the portal's summaries ------------------------------------------------------------------------
+
+/** Deliveries of one hour of a company's webhooks of one mode, by how they ended. */
+export interface HourlyDeliveries {
+  /** The start of the hour. */
+  hora: Date;
+  modo: Modo;
+  exitosas: number;
+  fallidas: number;
+}
+
+/** A company's deliveries created since `since`, per hour and mode (the portal's 24-hour chart). */
+export async function hourlyDeliveries(db: Db, empresaId: string, since: Date): Promise<HourlyDeliveries[]> {
+  const { rows } = await sql<{ hora: Date; modo: Modo; exitosas: string; fallidas: string }>`
+    select date_trunc('hour', e.created_at) as hora, w.modo,
+      count(*) filter (where e.estado = 'exitosa') as exitosas,
+      count(*) filter (where e.estado = 'fallida') as fallidas
+    from webhooks w
+    join entregas e on e.webhook_id = w.id and e.created_at >= ${since}
+    where w.empresa_id = ${empresaId}
+    group by 1, 2
+  `.execute(db);
+  return rows.map((r) => ({ hora: r.hora, modo: r.modo, exitosas: Number(r.exitosas), fallidas: Number(r.fallidas) }));
+}
+
+/** A company's deliveries that still have attempts left, per mode. */
+export async function pendingDeliveriesByMode(db: Db, empresaId: string): Promise<Record<Modo, number>> {
+  const { rows } = await sql<{ modo: Modo; n: string }>`
+    select w.modo, count(*) as n
+    from webhooks w
+    join entregas e on e.webhook_id = w.id and e.estado = 'pendiente'
+    where w.empresa_id = ${empresaId}
+    group by 1
+  `.execute(db);
+  const out: Record<Modo, number> = { live: 0, test: 0 };
+  for (const r of rows) out[r.modo] = Number(r.n);
+  return out;
+}
+
+/** A delivery of a shipment's events, with the webhook it went to (the portal's sandbox page). */
+export interface ShipmentDelivery extends LoggedDelivery {
+  webhookId: string;
+  url: string;
+}
+
+/**
+ * Every delivery of one shipment's events to a company's webhooks of one mode, newest first (at most
+ * `limit`). `since` is the shipment's creation: it bounds the walk of each webhook's deliveries on the
+ * (webhook_id, created_at) index, so no index on numero_guia is needed (one would cost every delivery's insert).
+ */
+export async function deliveriesOfShipment(
+  db: Db,
+  shipment: { empresaId: string; modo: Modo; numeroGuia: string; since: Date },
+  limit: number,
+): Promise<ShipmentDelivery[]> {
+  const { empresaId, modo, numeroGuia, since } = shipment;
+  const rows = await db
+    .selectFrom('entregas as e')
+    .innerJoin('webhooks as w', 'w.id', 'e.webhook_id')
+    .select([
+      'e.id',
+      'e.evento',
+      'e.exitoso',
+      'e.status_code',
+      'e.intentos',
+      'e.ultimo_intento_en',
+      'e.created_at',
+      'e.estado',
+      'e.evento_id',
+      'e.numero_guia',
+      'e.reenvio_de',
+      sql<string>`e.created_at::text`.as('at'),
+      'w.id as webhook_id',
+      'w.url',
+    ])
+    .where('w.empresa_id', '=', empresaId)
+    .where('w.modo', '=', modo)
+    .where('e.numero_guia', '=', numeroGuia)
+    .where('e.created_at', '>=', since)
+    .orderBy('e.created_at', 'desc')
+    .orderBy('e.id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ ...toLogged(r), webhookId: r.webhook_id, url: r.url }));
+}

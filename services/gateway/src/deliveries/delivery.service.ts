@@ -1,12 +1,23 @@
-import { AppError, isUuid, type DeliveryJob, type RecoveryRequest, type Webhook } from '@svc/schema';
+import { AppError, isUuid, type DeliveryJob, type Modo, type RecoveryRequest, type Webhook } from '@svc/schema';
 import type { GatewayDeps } from '../deps';
 import type { CompanyScope } from '../companies/company-scope';
 import { eventFields } from '../outbox/outbox.repository';
 import { lockWebhook } from '../webhooks/webhook.repository';
 import { requireWebhook } from '../webhooks/webhook.service';
-import { attemptsOf, findLoggedDelivery, insertRecoveryResends, insertResend, listDeliveryLog, type RecoveryWindow, type Resent } from './delivery.repository';
+import {
+  attemptsOf,
+  deliveriesOfShipment,
+  findLoggedDelivery,
+  hourlyDeliveries,
+  insertRecoveryResends,
+  insertResend,
+  listDeliveryLog,
+  pendingDeliveriesByMode,
+  type RecoveryWindow,
+  type Resent,
+} from './delivery.repository';
 import { encodeLogCursor, parseInstant, parseLogQuery } from './delivery-log.query';
-import { presentLogged } from './delivery.presenter';
+import { presentDelivery, presentLogged } from './delivery.presenter';
 
 type Deps = Pick<GatewayDeps, 'db' | 'logger' | 'resendRelay'>;
 
@@ -111,4 +122,37 @@ export async function recoverDeliveries(deps: Deps, scope: CompanyScope, id: str
     'deliveries recovered',
   );
   return { reenviadas: resends.length };
+}
+
+// ---- the customer portal's views (portal.md) ---------------------------------------------------------
+
+/** One hour of the portal's chart. */
+export interface DeliveryHour {
+  hora: string;
+  exitosas: number;
+  fallidas: number;
+}
+
+const HOUR_MS = 3600_000;
+
+/**
+ * The company's deliveries of the last `hours` hours (the current one included) per hour and mode,
+ * by how they ended, every hour present; and how many have attempts left now, per mode.
+ */
+export async function deliverySummary(deps: Deps, empresaId: string, now: Date, hours = 24) {
+  const first = Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - (hours - 1) * HOUR_MS;
+  const [rows, pendientes] = await Promise.all([hourlyDeliveries(deps.db, empresaId, new Date(first)), pendingDeliveriesByMode(deps.db, empresaId)]);
+  const series = (modo: Modo): DeliveryHour[] =>
+    Array.from({ length: hours }, (_, i) => {
+      const at = first + i * HOUR_MS;
+      const row = rows.find((r) => r.modo === modo && r.hora.getTime() === at);
+      return { hora: new Date(at).toISOString(), exitosas: row?.exitosas ?? 0, fallidas: row?.fallidas ?? 0 };
+    });
+  return { porHora: { live: series('live'), test: series('test') }, pendientes };
+}
+
+/** The deliveries one shipment's events made to the company's webhooks of its mode, newest first. */
+export async function shipmentDeliveryViews(deps: Deps, shipment: { empresaId: string; modo: Modo; numeroGuia: string; since: Date }, limit = 100) {
+  const rows = await deliveriesOfShipment(deps.db, shipment, limit);
+  return rows.map((d) => ({ ...presentDelivery(d), estado: d.estado, webhookId: d.webhookId, url: d.url, reenvioDe: d.reenvioDe }));
 }

@@ -68,6 +68,30 @@ export async function listActiveWebhooks(db: Db, scope: CompanyScope): Promise<W
 }
 
 /**
+ * Every webhook of one mode of a company, active or not, oldest first (the portal's tables, which
+ * reactivate too): the company's own (`sucursalId` null) or one branch's.
+ */
+export async function listOwnerWebhooks(db: Db, owner: { empresaId: string; modo: Modo; sucursalId: string | null }): Promise<Webhook[]> {
+  let q = db.selectFrom('webhooks').selectAll().where('empresa_id', '=', owner.empresaId).where('modo', '=', owner.modo);
+  q = owner.sucursalId === null ? q.where('sucursal_id', 'is', null) : q.where('sucursal_id', '=', owner.sucursalId);
+  return q.orderBy('created_at').orderBy('id').execute();
+}
+
+/** Active webhooks of a company per mode, its branches' included (the portal's summary). */
+export async function countActiveByMode(db: Db, empresaId: string): Promise<Record<Modo, number>> {
+  const rows = await db
+    .selectFrom('webhooks')
+    .select(['modo', (eb) => eb.fn.countAll<string>().as('n')])
+    .where('empresa_id', '=', empresaId)
+    .where('activo', '=', true)
+    .groupBy('modo')
+    .execute();
+  const out: Record<Modo, number> = { live: 0, test: 0 };
+  for (const r of rows) out[r.modo] = Number(r.n);
+  return out;
+}
+
+/**
  * The company's webhook, locked until the transaction ends: resends and recoveries of one webhook run
  * one after another, and see its `activo` as it is.
  */

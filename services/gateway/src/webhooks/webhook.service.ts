@@ -5,6 +5,7 @@ import {
   isUuid,
   previousSecretOf,
   type Db,
+  type Modo,
   type SecretRotation,
   type Webhook,
   type WebhookCreate,
@@ -19,10 +20,12 @@ import { insertPingDelivery, lastAttemptPerWebhook, latestDeliveries } from '../
 import { presentDelivery, presentLast } from '../deliveries/delivery.presenter';
 import {
   countActive,
+  countActiveByMode,
   deactivateWebhook,
   findWebhook,
   insertWebhook,
   listActiveWebhooks,
+  listOwnerWebhooks,
   rotateSecret,
   updateWebhook,
 } from './webhook.repository';
@@ -271,4 +274,28 @@ export async function rotateWebhookSecret(deps: Deps, scope: CompanyScope, id: s
     secretoAnteriorExpiraEn: expiresAt ? expiresAt.toISOString() : null,
     nota: expiresAt ? NOTA_ROTATED + NOTA_OVERLAP : `${NOTA_ROTATED}; el secreto anterior ya no firma.`,
   };
+}
+
+// ---- the customer portal's views (portal.md) ---------------------------------------------------------
+
+/**
+ * The portal's table of webhooks: every webhook of one owner (the company's own, or one branch's) in
+ * one mode, active or not (the portal reactivates them), with its last attempt.
+ */
+export async function listOwnerWebhookViews(deps: Deps, owner: { empresaId: string; modo: Modo; sucursalId: string | null }) {
+  const webhooks = await listOwnerWebhooks(deps.db, owner);
+  const last = await lastAttemptPerWebhook(
+    deps.db,
+    webhooks.map((w) => w.id),
+  );
+  return webhooks.map((w) => ({
+    ...presentUpdated(w),
+    sucursalId: w.sucursal_id,
+    ultimoDelivery: presentLast(last.get(w.id)),
+  }));
+}
+
+/** Active webhooks of a company per mode, its branches' included. */
+export function activeWebhookCounts(deps: Deps, empresaId: string): Promise<Record<Modo, number>> {
+  return countActiveByMode(deps.db, empresaId);
 }

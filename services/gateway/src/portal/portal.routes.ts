@@ -1,0 +1,358 @@
+import type { Request, Response, Router } from 'express';
+import {
+  AppError,
+  SHIPMENT_EVENTS,
+  secondsToGuatemalaMidnight,
+  validateGuiaEvento,
+  validatePortalSessionRequest,
+  validateRecoveryRequest,
+  validateSecretRotation,
+  validateWebhookCreate,
+  validateWebhookPatch,
+  type Empresa,
+  type Modo,
+  type ShipmentEvent,
+} from '@svc/schema';
+import type { GatewayDeps } from '../deps';
+import type { Principal } from '../auth/principal';
+import { jsonBody } from '../http/body.middleware';
+import { singleParam } from '../http/query-params';
+import { route } from '../http/route-table';
+import { sendJson } from '../http/send-json';
+import type { RateLimiter } from '../rate-limit/rate-limiter';
+import { nextEstado } from '../shipments/shipment-state';
+import { recordPortalActivity } from './portal-activity';
+import { clearSessionCookie, portalSession, sessionOf, setSessionCookie, type PortalSession } from './portal-session.middleware';
+import { csrfTokenOf, PORTAL_IDLE_MS, startPortalSession } from './portal-session.service';
+import { endSession } from './portal-session.repository';
+import { companies, deliveries, guatemalaToday, listBranches, shipments, tokenPairGeneratedAt, webhooks } from './portal.services';
+
+const MODOS: readonly Modo[] = ['live', 'test'];
+
+/** `?modo=live|test` (default live): which of the company's two worlds a webhook call is about. */
+function modoOf(req: Request): Modo {
+  const value = singleParam(req.query as Record<string, unknown>, 'modo') ?? 'live';
+  if (!(MODOS as readonly string[]).includes(value)) throw new AppError('VALIDATION_ERROR', 'modo must be one of live, test');
+  return value as Modo;
+}
+
+const param = (req: Request, name: string): string => String(req.params[name]);
+
+/** The company as a session sees it: always its own. */
+async function companyOf(deps: GatewayDeps, s: PortalSession): Promise<Empresa> {
+  return companies.requireCompany(deps.db, s.empresaId);
+}
+
+/** What the sandbox's actions run as: the company's test token would be, without one being needed. */
+function sandboxPrincipal(e: Empresa, s: PortalSession): Principal {
+  return {
+    tokenId: `portal:${s.id}`,
+    tokenHash: '',
+    modo: 'test',
+    empresa: { id: e.id, nombre: e.nombre, sucursalesHabilitadas: e.sucursales_habilitadas },
+    sucursal: null,
+  };
+}
+
+/** A sandbox shipment made by "Crear guía de prueba": a recipient that is obviously a test. */
+const SAMPLE_SHIPMENT = {
+  destinatario: { nombre: 'Cliente de prueba', telefono: '5555-0000', direccion: '6a avenida 1-23, zona 1, Ciudad de Guatemala' },
+  paquete: { peso: 1.5, descripcion: 'Paquete de prueba del portal' },
+  referencia: 'PORTAL-SANDBOX',
+};
+
+const TRANSITIONS = SHIPMENT_EVENTS.filter((e): e is Exclude<ShipmentEvent, 'GUIA_CREADA'> => e !== 'GUIA_CREADA');
+
+const ok = (res: Response, status: number, data: unknown): void => sendJson(res, status, { success: true, data });
+
+/**
+ * The customer portal's API (portal.md), under `/portal/v1`: the session's exchange, then everything
+ * the pages do, each through the same service as `/api/v1` and the internal routes, for the session's
+ * own company only. Every action is recorded with the link's `usuario` (`recordPortalActivity`).
+ */
+export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: RateLimiter): void {
+  const guard = portalSession(deps, limiter);
+  const now = () => deps.clock.now();
+
+  // ---- the session ---------------------------------------------------------------------------------
+  route(router, '/sesion', {
+    post: [
+      jsonBody,
+      async (req, res) => {
+        const { enlace } = validatePortalSessionRequest(req.body);
+        const { session, secret } = await startPortalSession(deps.db, enlace, now());
+        setSessionCookie(req, res, secret);
+        await recordPortalActivity(deps, session, 'SESION_INICIADA');
+        const empresa = await companies.requireCompany(deps.db, session.empresaId);
+        ok(res, 201, sessionView(empresa, { ...session, secret }));
+      },
+    ],
+    get: [
+      guard,
+      async (req, res) => {
+        const s = sessionOf(req);
+        ok(res, 200, sessionView(await companyOf(deps, s), s));
+      },
+    ],
+    delete: [
+      guard,
+      async (req, res) => {
+        await endSession(deps.db, sessionOf(req).id, now());
+        clearSessionCookie(req, res);
+        ok(res, 200, { cerrada: true });
+      },
+    ],
+  });
+
+  router.use(guard, jsonBody);
+
+  // ---- Resumen -------------------------------------------------------------------------------------
+  route(router, '/resumen', {
+    get: async (req, res) => {
+      const s = sessionOf(req);
+      const at = now();
+      const [empresa, today, activos, entregas] = await Promise.all([
+        companyOf(deps, s),
+        guatemalaToday(deps.db),
+        webhooks.activeWebhookCounts(deps, s.empresaId),
+        deliveries.deliverySummary(deps, s.empresaId, at),
+      ]);
+      ok(res, 200, {
+        empresa: companies.presentCompany(empresa, today),
+        reiniciaEn: new Date(at.getTime() + secondsToGuatemalaMidnight(at) * 1000).toISOString(),
+        webhooksActivos: activos,
+        entregas,
+      });
+    },
+  });
+
+  // ---- Tokens (the company's, and a branch's) ------------------------------------------------------
+  type Owner = { empresaId: string; sucursalId: string | null };
+  const issue = async (req: Request, res: Response, o: Owner) => {
+    const before = await tokenPairGeneratedAt(deps.db, o);
+    const pair = await companies.issueTokens(deps, o);
+    await recordPortalActivity(deps, sessionOf(req), before ? 'TOKENS_REGENERADOS' : 'TOKENS_GENERADOS', { sucursalId: o.sucursalId });
+    ok(res, 201, pair);
+  };
+  const remove = async (req: Request, res: Response, o: Owner) => {
+    const eliminados = await companies.deleteTokens(deps, o);
+    await recordPortalActivity(deps, sessionOf(req), 'TOKENS_ELIMINADOS', { sucursalId: o.sucursalId, detalle: { eliminados } });
+    ok(res, 200, { eliminados });
+  };
+  const company = (req: Request): Owner => ({ empresaId: sessionOf(req).empresaId, sucursalId: null });
+
+  route(router, '/tokens', {
+    get: async (req, res) => {
+      const [empresa, at] = await Promise.all([companyOf(deps, sessionOf(req)), tokenPairGeneratedAt(deps.db, company(req))]);
+      ok(res, 200, { generadosEn: at ? at.toISOString() : null, verificada: empresa.verificada });
+    },
+    post: (req, res) => issue(req, res, company(req)),
+    delete: (req, res) => remove(req, res, company(req)),
+  });
+
+  // ---- Webhooks, of the mode `?modo=` names --------------------------------------------------------
+  const scope = (req: Request) => ({ empresaId: sessionOf(req).empresaId, modo: modoOf(req), sucursalId: null });
+
+  route(router, '/webhooks', {
+    get: async (req, res) => {
+      ok(res, 200, await webhooks.listOwnerWebhookViews(deps, scope(req)));
+    },
+    post: async (req, res) => {
+      const body = validateWebhookCreate(req.body);
+      const sc = scope(req);
+      const data = await webhooks.createWebhook(deps, sc, body);
+      await recordPortalActivity(deps, sessionOf(req), 'WEBHOOK_CREADO', { webhookId: data.id, detalle: { modo: sc.modo, url: data.url } });
+      ok(res, 201, data);
+    },
+  });
+
+  route(router, '/webhooks/:id', {
+    get: async (req, res) => {
+      ok(res, 200, await webhooks.webhookDetail(deps, scope(req), param(req, 'id')));
+    },
+    patch: async (req, res) => {
+      const body = validateWebhookPatch(req.body);
+      const sc = scope(req);
+      const before = await webhooks.webhookDetail(deps, sc, param(req, 'id'));
+      const data = await webhooks.patchWebhook(deps, sc, before.id, body);
+      const { activo, ...changed } = body;
+      const s = sessionOf(req);
+      if (Object.keys(changed).length > 0) {
+        await recordPortalActivity(deps, s, 'WEBHOOK_MODIFICADO', { webhookId: data.id, detalle: { modo: sc.modo, campos: Object.keys(changed) } });
+      }
+      if (activo !== undefined && activo !== before.activo) {
+        await recordPortalActivity(deps, s, activo ? 'WEBHOOK_REACTIVADO' : 'WEBHOOK_DESACTIVADO', { webhookId: data.id, detalle: { modo: sc.modo } });
+      }
+      ok(res, 200, data);
+    },
+    delete: async (req, res) => {
+      const sc = scope(req);
+      const data = await webhooks.deleteWebhook(deps, sc, param(req, 'id'));
+      await recordPortalActivity(deps, sessionOf(req), 'WEBHOOK_DESACTIVADO', { webhookId: data.id, detalle: { modo: sc.modo } });
+      ok(res, 200, data);
+    },
+  });
+
+  route(router, '/webhooks/:id/test', {
+    post: async (req, res) => {
+      ok(res, 200, await webhooks.pingWebhook(deps, scope(req), param(req, 'id')));
+    },
+  });
+
+  route(router, '/webhooks/:id/secreto', {
+    post: async (req, res) => {
+      const body = validateSecretRotation(req.body ?? {});
+      const data = await webhooks.rotateWebhookSecret(deps, scope(req), param(req, 'id'), body);
+      await recordPortalActivity(deps, sessionOf(req), 'SECRETO_ROTADO', {
+        webhookId: data.id,
+        detalle: { solaparHoras: body.solaparHoras ?? null, secretoAnteriorExpiraEn: data.secretoAnteriorExpiraEn },
+      });
+      ok(res, 200, data);
+    },
+  });
+
+  route(router, '/webhooks/:id/entregas', {
+    get: async (req, res) => {
+      ok(res, 200, await deliveries.deliveryLog(deps, scope(req), param(req, 'id'), withoutModo(req)));
+    },
+  });
+
+  route(router, '/webhooks/:id/entregas/:entregaId', {
+    get: async (req, res) => {
+      ok(res, 200, await deliveries.deliveryDetail(deps, scope(req), param(req, 'id'), param(req, 'entregaId')));
+    },
+  });
+
+  route(router, '/webhooks/:id/entregas/:entregaId/reenviar', {
+    post: async (req, res) => {
+      const data = await deliveries.resendDelivery(deps, scope(req), param(req, 'id'), param(req, 'entregaId'), req.requestId);
+      await recordPortalActivity(deps, sessionOf(req), 'ENTREGA_REENVIADA', {
+        webhookId: param(req, 'id'),
+        detalle: { entregaId: data.id, reenvioDe: data.reenvioDe, evento: data.evento },
+      });
+      ok(res, 202, data);
+    },
+  });
+
+  route(router, '/webhooks/:id/recuperar', {
+    post: async (req, res) => {
+      const body = validateRecoveryRequest(req.body);
+      const data = await deliveries.recoverDeliveries(deps, scope(req), param(req, 'id'), body, now(), req.requestId);
+      await recordPortalActivity(deps, sessionOf(req), 'ENTREGAS_RECUPERADAS', {
+        webhookId: param(req, 'id'),
+        detalle: { desde: body.desde, hasta: body.hasta ?? null, reenviadas: data.reenviadas },
+      });
+      ok(res, 202, data);
+    },
+  });
+
+  // ---- Sucursales (branches enabled only) ----------------------------------------------------------
+  const branchOf = async (req: Request) => {
+    const s = sessionOf(req);
+    const empresa = await companyOf(deps, s);
+    if (!empresa.sucursales_habilitadas) throw new AppError('SUCURSALES_DESHABILITADAS', 'branches are not enabled for this company');
+    return companies.requireBranch(deps.db, empresa.id, param(req, 'sid'));
+  };
+
+  route(router, '/sucursales', {
+    get: async (req, res) => {
+      const s = sessionOf(req);
+      const empresa = await companyOf(deps, s);
+      if (!empresa.sucursales_habilitadas) throw new AppError('SUCURSALES_DESHABILITADAS', 'branches are not enabled for this company');
+      const branches = await listBranches(deps.db, empresa.id);
+      const data = await Promise.all(
+        branches.map(async (b) => {
+          const at = await tokenPairGeneratedAt(deps.db, { empresaId: empresa.id, sucursalId: b.id });
+          return {
+            id: b.id,
+            nombre: b.nombre,
+            tokensGeneradosEn: at ? at.toISOString() : null,
+            webhooks: await webhooks.listOwnerWebhookViews(deps, { empresaId: empresa.id, modo: 'live', sucursalId: b.id }),
+          };
+        }),
+      );
+      ok(res, 200, data);
+    },
+  });
+
+  const branch = async (req: Request): Promise<Owner> => {
+    const b = await branchOf(req);
+    return { empresaId: b.empresa_id, sucursalId: b.id };
+  };
+  route(router, '/sucursales/:sid/tokens', {
+    post: async (req, res) => issue(req, res, await branch(req)),
+    delete: async (req, res) => remove(req, res, await branch(req)),
+  });
+
+  route(router, '/sucursales/:sid/webhooks', {
+    post: async (req, res) => {
+      const body = validateWebhookCreate(req.body);
+      const sucursal = await branchOf(req);
+      // As the internal route: a branch's webhook is live.
+      const data = await webhooks.createWebhook(deps, { empresaId: sucursal.empresa_id, sucursalId: sucursal.id, modo: 'live' }, body);
+      await recordPortalActivity(deps, sessionOf(req), 'WEBHOOK_CREADO', { sucursalId: sucursal.id, webhookId: data.id, detalle: { modo: 'live', url: data.url } });
+      ok(res, 201, data);
+    },
+  });
+
+  // ---- Sandbox ---------------------------------------------------------------------------------------
+  const sandboxScope = (req: Request) => ({ empresaId: sessionOf(req).empresaId, modo: 'test' as const, sucursalId: null });
+
+  route(router, '/sandbox/guias', {
+    get: async (req, res) => {
+      ok(res, 200, await shipments.listPage(deps, sandboxScope(req), req.query as Record<string, unknown>));
+    },
+    post: async (req, res) => {
+      const s = sessionOf(req);
+      const principal = sandboxPrincipal(await companyOf(deps, s), s);
+      const answer = await shipments.createShipments(deps, { principal, requestId: req.requestId, idempotency: undefined }, [SAMPLE_SHIPMENT], 'single');
+      sendJson(res, answer.status, answer.body);
+    },
+  });
+
+  route(router, '/sandbox/guias/:numeroGuia', {
+    get: async (req, res) => {
+      const sc = sandboxScope(req);
+      const tracked = await shipments.tracking(deps, sc, param(req, 'numeroGuia'));
+      const created = tracked.historial[0] ? new Date(tracked.historial[0].fecha) : now();
+      const entregas = await deliveries.shipmentDeliveryViews(deps, {
+        empresaId: sc.empresaId,
+        modo: 'test',
+        numeroGuia: tracked.numeroGuia,
+        // A minute's margin: the history's time and the deliveries' are both Postgres's, read apart.
+        since: new Date(created.getTime() - 60_000),
+      });
+      ok(res, 200, {
+        ...tracked,
+        eventosPermitidos: TRANSITIONS.filter((e) => nextEstado(tracked.estado, e) !== undefined),
+        entregas,
+      });
+    },
+  });
+
+  route(router, '/sandbox/guias/:numeroGuia/simular', {
+    post: async (req, res) => {
+      const s = sessionOf(req);
+      const principal = sandboxPrincipal(await companyOf(deps, s), s);
+      const body = validateGuiaEvento(req.body);
+      ok(res, 200, await shipments.simulateTransition(deps, principal, param(req, 'numeroGuia'), body, req.requestId));
+    },
+  });
+}
+
+/** The session as the page needs it: who, for which company, until when, and its anti-CSRF token. */
+function sessionView(e: Empresa, s: { usuario: string; expiraEn: Date; secret: string }) {
+  return {
+    usuario: s.usuario,
+    expiraEn: s.expiraEn.toISOString(),
+    inactividadSegundos: PORTAL_IDLE_MS / 1000,
+    csrfToken: csrfTokenOf(s.secret),
+    empresa: { id: e.id, nombre: e.nombre, verificada: e.verificada, sucursalesHabilitadas: e.sucursales_habilitadas },
+  };
+}
+
+/** The delivery log's own query: `modo` is the portal's, not a filter of the log. */
+function withoutModo(req: Request): Record<string, unknown> {
+  const { modo: _modo, ...rest } = req.query as Record<string, unknown>;
+  return rest;
+}

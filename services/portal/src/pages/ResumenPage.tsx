@@ -1,0 +1,143 @@
+import { useQuery } from '@tanstack/react-query';
+import { Link } from 'react-router';
+import { api, type DeliveryHour, type Resumen } from '../api';
+import { fecha, hora, numero } from '../format';
+import { LoadError, Loading, Page } from '../ui';
+
+const PLAN: Record<string, string> = { APROBADA: 'Plan personalizado aprobado (no consume créditos)', PENDIENTE: 'Plan personalizado pendiente de aprobación', RECHAZADA: 'Plan personalizado rechazado' };
+
+export function ResumenPage() {
+  const q = useQuery({ queryKey: ['resumen'], queryFn: () => api<Resumen>('GET', '/resumen'), refetchInterval: 30_000 });
+  return (
+    <Page title="Resumen">
+      {q.isPending ? (
+        <Loading what="el resumen" />
+      ) : q.isError ? (
+        <LoadError error={q.error} retry={() => void q.refetch()} />
+      ) : (
+        <ResumenBody r={q.data} />
+      )}
+    </Page>
+  );
+}
+
+function ResumenBody({ r }: { r: Resumen }) {
+  const e = r.empresa;
+  const live = r.entregas.porHora.live;
+  const test = r.entregas.porHora.test;
+  const sum = (xs: DeliveryHour[], k: 'exitosas' | 'fallidas') => xs.reduce((a, x) => a + x[k], 0);
+  const plan = e.planPersonalizado ? PLAN[e.planPersonalizado] : e.planActivo ? 'Plan activo' : 'Sin plan activo';
+  return (
+    <>
+      <div className="cards">
+        <section className="card" aria-labelledby="r-empresa">
+          <h2 id="r-empresa">Empresa</h2>
+          <p className={e.verificada ? 'ok' : 'warn'}>{e.verificada ? 'Empresa verificada' : 'Empresa no verificada: no puede generar tokens todavía'}</p>
+          <p>{plan}</p>
+          <p>
+            Créditos: <strong>{numero(e.creditos)}</strong>
+          </p>
+        </section>
+        <section className="card" aria-labelledby="r-guias">
+          <h2 id="r-guias">Guías de hoy</h2>
+          <p>
+            <strong>{numero(e.guiasHoy)}</strong> de {numero(e.limiteDiario)} guías en producción
+          </p>
+          <meter min={0} max={Math.max(1, e.limiteDiario)} value={e.guiasHoy} aria-label="Guías de hoy sobre el límite diario" />
+          <p className="muted">El límite se reinicia a medianoche de Guatemala: {fecha(r.reiniciaEn)}.</p>
+        </section>
+        <section className="card" aria-labelledby="r-webhooks">
+          <h2 id="r-webhooks">Webhooks activos</h2>
+          <p>
+            Producción: <strong>{r.webhooksActivos.live}</strong> · Sandbox: <strong>{r.webhooksActivos.test}</strong>
+          </p>
+          <p>
+            <Link to="/webhooks">Administrar webhooks</Link>
+          </p>
+        </section>
+      </div>
+      <section aria-labelledby="r-entregas" className="section">
+        <h2 id="r-entregas">Entregas de las últimas 24 horas</h2>
+        <p>
+          Producción: <strong>{numero(sum(live, 'exitosas'))}</strong> exitosas y <strong>{numero(sum(live, 'fallidas'))}</strong> fallidas;{' '}
+          <strong>{numero(r.entregas.pendientes.live)}</strong> pendientes ahora.
+        </p>
+        <DeliveryChart hours={live} />
+        <p>
+          Sandbox: {numero(sum(test, 'exitosas'))} exitosas, {numero(sum(test, 'fallidas'))} fallidas, {numero(r.entregas.pendientes.test)} pendientes ahora.
+        </p>
+      </section>
+    </>
+  );
+}
+
+/** Hourly bars of successful and failed deliveries, in plain SVG, with the same numbers as a table. */
+function DeliveryChart({ hours }: { hours: DeliveryHour[] }) {
+  const W = 720;
+  const H = 200;
+  const pad = { l: 36, b: 28, t: 10, r: 8 };
+  const max = Math.max(1, ...hours.map((h) => h.exitosas + h.fallidas));
+  const slot = (W - pad.l - pad.r) / Math.max(1, hours.length);
+  const y = (v: number) => ((H - pad.t - pad.b) * v) / max;
+  const total = hours.reduce((a, h) => a + h.exitosas + h.fallidas, 0);
+  return (
+    <figure className="chart">
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby="chart-title chart-desc" preserveAspectRatio="none">
+        <title id="chart-title">Entregas por hora en producción, últimas 24 horas</title>
+        <desc id="chart-desc">
+          {total === 0 ? 'Sin entregas en las últimas 24 horas.' : `Barras apiladas por hora: exitosas en verde y fallidas en rojo. Máximo ${max} en una hora.`} La
+          tabla siguiente da las cifras.
+        </desc>
+        <line x1={pad.l} x2={W - pad.r} y1={H - pad.b} y2={H - pad.b} className="axis" />
+        <text x={pad.l - 6} y={pad.t + 8} className="tick" textAnchor="end">
+          {max}
+        </text>
+        <text x={pad.l - 6} y={H - pad.b} className="tick" textAnchor="end">
+          0
+        </text>
+        {hours.map((h, i) => {
+          const x = pad.l + i * slot + slot * 0.15;
+          const w = slot * 0.7;
+          const ok = y(h.exitosas);
+          const bad = y(h.fallidas);
+          return (
+            <g key={h.hora}>
+              <rect x={x} width={w} y={H - pad.b - ok} height={ok} className="bar-ok" />
+              <rect x={x} width={w} y={H - pad.b - ok - bad} height={bad} className="bar-bad" />
+              {i % 4 === 0 && (
+                <text x={x + w / 2} y={H - 8} className="tick" textAnchor="middle">
+                  {hora(h.hora)}
+                </text>
+              )}
+            </g>
+          );
+        })}
+      </svg>
+      <figcaption className="legend">
+        <span className="key key-ok" aria-hidden="true" /> Exitosas <span className="key key-bad" aria-hidden="true" /> Fallidas
+      </figcaption>
+      <details>
+        <summary>Ver las cifras por hora</summary>
+        <table className="table compact">
+          <caption>Entregas por hora en producción (hora de Guatemala)</caption>
+          <thead>
+            <tr>
+              <th scope="col">Hora</th>
+              <th scope="col">Exitosas</th>
+              <th scope="col">Fallidas</th>
+            </tr>
+          </thead>
+          <tbody>
+            {hours.map((h) => (
+              <tr key={h.hora}>
+                <th scope="row">{fecha(h.hora)}</th>
+                <td>{h.exitosas}</td>
+                <td>{h.fallidas}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </details>
+    </figure>
+  );
+}

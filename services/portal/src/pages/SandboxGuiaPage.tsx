@@ -1,0 +1,160 @@
+import { useId, useState } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Link, useParams } from 'react-router';
+import { api, type GuiaSandbox } from '../api';
+import { ESTADO_ENTREGA, fecha, guatemalaInputToIso, isoToGuatemalaInput } from '../format';
+import { ActionButton, Alert, ConfirmDialog, LoadError, Loading, Page, Status, TableWrap } from '../ui';
+
+/** A sandbox shipment: its history, a button per event its status allows next, the deliveries its events made. */
+export function SandboxGuiaPage() {
+  const { numeroGuia = '' } = useParams();
+  const queryClient = useQueryClient();
+  const id = useId();
+  const [asking, setAsking] = useState<'GUIA_DEVOLUCION' | 'GUIA_ENTREGADA' | null>(null);
+  const [motivo, setMotivo] = useState('');
+  const [entrega, setEntrega] = useState('');
+  const [outcome, setOutcome] = useState('');
+  const q = useQuery({
+    queryKey: ['sandbox-guia', numeroGuia],
+    queryFn: () => api<GuiaSandbox>('GET', `/sandbox/guias/${encodeURIComponent(numeroGuia)}`),
+    // The deliveries of a move arrive within a second or two: the page follows them.
+    refetchInterval: (query) => (query.state.data?.entregas.some((e) => e.estado === 'pendiente') ? 1_500 : 5_000),
+  });
+  const move = useMutation({
+    mutationFn: (body: { evento: string; motivo?: string; fechaEntrega?: string }) =>
+      api<{ numeroGuia: string; estado: string }>('POST', `/sandbox/guias/${encodeURIComponent(numeroGuia)}/simular`, body),
+    onSuccess: (r, body) => {
+      setAsking(null);
+      setOutcome(`${body.evento} aplicado: la guía está en ${r.estado}.`);
+      void queryClient.invalidateQueries({ queryKey: ['sandbox-guia', numeroGuia] });
+      void queryClient.invalidateQueries({ queryKey: ['sandbox-guias'] });
+    },
+  });
+  const press = (evento: string) => {
+    move.reset();
+    setOutcome('');
+    if (evento === 'GUIA_DEVOLUCION') setAsking('GUIA_DEVOLUCION');
+    else if (evento === 'GUIA_ENTREGADA') {
+      setEntrega(isoToGuatemalaInput(new Date()));
+      setAsking('GUIA_ENTREGADA');
+    } else move.mutate({ evento });
+  };
+  return (
+    <Page title={`Guía de prueba ${numeroGuia}`}>
+      <p>
+        <Link to="/sandbox">← Sandbox</Link>
+      </p>
+      {q.isPending ? (
+        <Loading what="la guía" />
+      ) : q.isError ? (
+        <LoadError error={q.error} retry={() => void q.refetch()} />
+      ) : (
+        <>
+          <p>
+            Estado actual: <strong data-testid="estado-guia">{q.data.estado}</strong>
+          </p>
+          <section className="section" aria-labelledby={`${id}-ev`}>
+            <h2 id={`${id}-ev`}>Mover la guía</h2>
+            {q.data.eventosPermitidos.length === 0 ? (
+              <p>La guía llegó a un estado final: no admite más eventos.</p>
+            ) : (
+              <div className="actions wrap">
+                {q.data.eventosPermitidos.map((evento) => (
+                  <ActionButton
+                    key={evento}
+                    busy={move.isPending && move.variables?.evento === evento}
+                    label={evento}
+                    busyLabel={`${evento}…`}
+                    disabled={move.isPending}
+                    onClick={() => press(evento)}
+                    variant="secondary"
+                  />
+                ))}
+              </div>
+            )}
+            {asking === null && <Alert error={move.error} />}
+            {outcome && <Status>{outcome}</Status>}
+          </section>
+          <section className="section" aria-labelledby={`${id}-hist`}>
+            <h2 id={`${id}-hist`}>Historial</h2>
+            <ol className="history">
+              {q.data.historial.map((h, i) => (
+                <li key={i}>
+                  <strong>{h.evento}</strong> → {h.estado} · {fecha(h.fecha)}
+                  {h.motivo ? ` · motivo: ${h.motivo}` : ''}
+                </li>
+              ))}
+            </ol>
+          </section>
+          <section className="section" aria-labelledby={`${id}-ent`}>
+            <h2 id={`${id}-ent`}>Entregas a sus webhooks de Sandbox</h2>
+            {q.data.entregas.length === 0 ? (
+              <p className="empty">
+                Ninguna entrega todavía. {''}
+                <Link to="/webhooks?modo=test">Registre un webhook de Sandbox</Link> para recibir los eventos.
+              </p>
+            ) : (
+              <TableWrap label="Entregas de la guía de prueba">
+                <table className="table">
+                  <thead>
+                    <tr>
+                      <th scope="col">Evento</th>
+                      <th scope="col">Webhook</th>
+                      <th scope="col">Estado</th>
+                      <th scope="col">Intentos</th>
+                      <th scope="col">Código</th>
+                      <th scope="col">Fecha</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {q.data.entregas.map((d) => (
+                      <tr key={d.id}>
+                        <td>
+                          <Link to={`/webhooks/${d.webhookId}/entregas/${d.id}?modo=test`}>{d.evento}</Link>
+                        </td>
+                        <td className="url">{d.url}</td>
+                        <td>
+                          <span className={`badge badge-${d.estado}`}>{ESTADO_ENTREGA[d.estado]}</span>
+                        </td>
+                        <td>{d.intentos}</td>
+                        <td>{d.intentos === 0 ? '—' : d.statusCode}</td>
+                        <td>{fecha(d.createdAt)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </TableWrap>
+            )}
+          </section>
+        </>
+      )}
+      <ConfirmDialog
+        open={asking === 'GUIA_DEVOLUCION'}
+        title="GUIA_DEVOLUCION: motivo de la devolución"
+        onConfirm={() => move.mutate({ evento: 'GUIA_DEVOLUCION', motivo })}
+        onCancel={() => setAsking(null)}
+        busy={move.isPending}
+        error={move.error}
+      >
+        <div className="field">
+          <label htmlFor={`${id}-motivo`}>Motivo</label>
+          <input id={`${id}-motivo`} type="text" required maxLength={500} value={motivo} onChange={(e) => setMotivo(e.target.value)} />
+        </div>
+      </ConfirmDialog>
+      <ConfirmDialog
+        open={asking === 'GUIA_ENTREGADA'}
+        title="GUIA_ENTREGADA: fecha de entrega"
+        onConfirm={() => move.mutate({ evento: 'GUIA_ENTREGADA', ...(guatemalaInputToIso(entrega) ? { fechaEntrega: guatemalaInputToIso(entrega) } : {}) })}
+        onCancel={() => setAsking(null)}
+        busy={move.isPending}
+        error={move.error}
+      >
+        <div className="field">
+          <label htmlFor={`${id}-fecha`}>Fecha de entrega</label>
+          <input id={`${id}-fecha`} type="datetime-local" value={entrega} onChange={(e) => setEntrega(e.target.value)} />
+          <p className="hint">Hora de Guatemala.</p>
+        </div>
+      </ConfirmDialog>
+    </Page>
+  );
+}

@@ -1,0 +1,175 @@
+import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import { describeError } from './api';
+
+/** A refusal or failure, announced at once, with the API's own message. */
+export function Alert({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <div role="alert" className="alert">
+      {describeError(error)}
+    </div>
+  );
+}
+
+/** The outcome of an action, announced politely. */
+export function Status({ children }: { children: ReactNode }) {
+  return (
+    <p role="status" className="status">
+      {children}
+    </p>
+  );
+}
+
+/** What a page shows when it could not load: the reason and a way to try again, never a blank page. */
+export function LoadError({ error, retry }: { error: unknown; retry: () => void }) {
+  return (
+    <div className="load-error">
+      <div role="alert" className="alert">
+        {describeError(error)}
+      </div>
+      <button type="button" onClick={retry}>
+        Reintentar
+      </button>
+    </div>
+  );
+}
+
+export function Loading({ what = 'datos' }: { what?: string }) {
+  return (
+    <p className="loading" role="status">
+      Cargando {what}…
+    </p>
+  );
+}
+
+/** A button that says it is working while its action runs. */
+export function ActionButton(props: {
+  busy: boolean;
+  label: string;
+  busyLabel: string;
+  onClick?: () => void;
+  type?: 'button' | 'submit';
+  disabled?: boolean;
+  variant?: 'primary' | 'danger' | 'secondary';
+  describedBy?: string;
+}) {
+  const { busy, label, busyLabel, onClick, type = 'button', disabled, variant = 'primary', describedBy } = props;
+  return (
+    <button type={type} className={`btn btn-${variant}`} onClick={onClick} disabled={busy || disabled} aria-busy={busy} aria-describedby={describedBy}>
+      {busy ? busyLabel : label}
+    </button>
+  );
+}
+
+/**
+ * A modal question (the native <dialog>: focus kept inside, Escape cancels). Its confirming button is
+ * **Confirmar** unless told otherwise.
+ */
+export function ConfirmDialog(props: {
+  open: boolean;
+  title: string;
+  children: ReactNode;
+  onConfirm: () => void;
+  onCancel: () => void;
+  busy?: boolean;
+  confirmLabel?: string;
+  error?: unknown;
+}) {
+  const { open, title, children, onConfirm, onCancel, busy = false, confirmLabel = 'Confirmar', error } = props;
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (open && !d.open) d.showModal();
+    if (!open && d.open) d.close();
+  }, [open]);
+  return (
+    <dialog
+      ref={ref}
+      aria-labelledby={titleId}
+      className="dialog"
+      onCancel={(e) => {
+        e.preventDefault();
+        if (!busy) onCancel();
+      }}
+    >
+      <form
+        method="dialog"
+        onSubmit={(e) => {
+          e.preventDefault();
+          onConfirm();
+        }}
+      >
+        <h2 id={titleId}>{title}</h2>
+        <div className="dialog-body">{children}</div>
+        <Alert error={error} />
+        <div className="actions">
+          <button type="submit" className="btn btn-primary" disabled={busy} aria-busy={busy}>
+            {busy ? 'Procesando…' : confirmLabel}
+          </button>
+          <button type="button" className="btn btn-secondary" onClick={onCancel} disabled={busy}>
+            Cancelar
+          </button>
+        </div>
+      </form>
+    </dialog>
+  );
+}
+
+/** A secret shown once: a read-only field with its label and a **Copiar** button. */
+export function SecretField({ label, value }: { label: string; value: string }) {
+  const id = useId();
+  const input = useRef<HTMLInputElement>(null);
+  const [copied, setCopied] = useState<'' | 'ok' | 'manual'>('');
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(value);
+      setCopied('ok');
+    } catch {
+      input.current?.select();
+      setCopied(document.execCommand?.('copy') ? 'ok' : 'manual');
+    }
+  };
+  return (
+    <div className="secret">
+      <label htmlFor={id}>{label}</label>
+      <div className="secret-row">
+        <input id={id} ref={input} type="text" readOnly value={value} spellCheck={false} autoComplete="off" onFocus={(e) => e.currentTarget.select()} />
+        <button type="button" className="btn btn-secondary" onClick={() => void copy()}>
+          Copiar
+        </button>
+      </div>
+      {copied === 'ok' && <Status>{label}: copiado al portapapeles.</Status>}
+      {copied === 'manual' && <Status>{label}: selecciónelo y cópielo con Ctrl+C.</Status>}
+    </div>
+  );
+}
+
+/** A wide table that scrolls sideways on a narrow screen, reachable by keyboard. */
+export function TableWrap({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    <div className="table-wrap" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
+  );
+}
+
+/** A page: its heading takes the focus when the page opens, so a screen reader starts there. */
+export function Page({ title, children, actions }: { title: string; children: ReactNode; actions?: ReactNode }) {
+  const h1 = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    h1.current?.focus();
+  }, [title]);
+  return (
+    <>
+      <div className="page-head">
+        <h1 ref={h1} tabIndex={-1}>
+          {title}
+        </h1>
+        {actions}
+      </div>
+      {children}
+    </>
+  );
+}
