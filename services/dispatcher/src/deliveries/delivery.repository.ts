@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import { prepared, type AttemptErrorClass, type Db, type DeliveryState, type EventName } from '@svc/schema';
+import { insertDeliveryAttempts, prepared, type Db, type DeliveryAttempt, type DeliveryState, type EventName } from '@svc/schema';
 import type { NullableColumns } from '../webhooks/webhook.repository';
 
 /**
@@ -97,7 +97,7 @@ export interface NewDelivery {
  * whose webhook was deleted meanwhile is not inserted.
  */
 export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], alongside: RawBuilder<unknown>): Promise<Set<string>> {
-  const made = rows.filter((r) => r.attempt !== null);
+  const made = rows.flatMap((r) => (r.attempt === null ? [] : [r.attempt]));
   // Prepared: it runs for every batch of events, with the same text (arrays as parameters).
   const query = sql<{ id: string }>`
     with alongside as (${alongside}),
@@ -128,22 +128,7 @@ export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], 
       cross join lateral (select 1 from webhooks w where w.id = v.webhook_id offset 0) w
       on conflict do nothing
       returning id
-    ), a as (
-      select * from unnest(
-        ${sql.val(made.map((r) => r.id))}::uuid[],
-        ${sql.val(made.map((r) => r.attempt!.attempt))}::int[],
-        ${sql.val(made.map((r) => r.attempt!.at.toISOString()))}::timestamptz[],
-        ${sql.val(made.map((r) => r.attempt!.statusCode))}::int[],
-        ${sql.val(made.map((r) => r.attempt!.durationMs))}::int[],
-        ${sql.val(made.map((r) => r.attempt!.error))}::text[],
-        ${sql.val(made.map((r) => r.attempt!.message))}::text[],
-        ${sql.val(made.map((r) => r.attempt!.response))}::text[]
-      ) as a(id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta)
-    ), logged as (
-      insert into entrega_intentos (entrega_id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta)
-      select a.id, a.numero, a.fecha, a.status_code, a.duracion_ms, a.error, a.mensaje, a.respuesta
-      from a join ins using (id)
-    )
+    ), logged as (${insertDeliveryAttempts(made, 'ins')})
     select id from ins
   `;
   const result = await db.executeQuery<{ id: string }>(prepared('insert_new_deliveries', query, db));
@@ -167,23 +152,12 @@ export async function findDeliveryProgress(db: Db, ids: readonly string[]): Prom
   return new Map(rows.map((r) => [r.id, { estado: r.estado, intentos: r.intentos }]));
 }
 
-export interface AttemptRecord {
-  id: string;
-  /** 1-based number of this attempt. */
-  attempt: number;
-  /** 0 when no HTTP status came back. */
-  statusCode: number;
-  at: Date;
+/** A made attempt, for the delivery log, and where its delivery then stands. */
+export interface AttemptRecord extends DeliveryAttempt {
   /** `pendiente` while retries remain, `exitosa` on a 2xx, `fallida` after the last attempt. */
   estado: DeliveryState;
   /** When the next attempt is due (`pendiente` only). */
   nextAt: Date | null;
-  durationMs: number;
-  /** Why it failed (null for a success), in the delivery log's words. */
-  error: AttemptErrorClass | null;
-  message: string | null;
-  /** The start of the receiver's answer; null when none came. */
-  response: string | null;
 }
 
 /**
@@ -199,17 +173,13 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
   const query = sql<{ id: string }>`
     with v as (
       select * from unnest(
-        ${sql.val(attempts.map((a) => a.id))}::uuid[],
+        ${sql.val(attempts.map((a) => a.deliveryId))}::uuid[],
         ${sql.val(attempts.map((a) => a.attempt))}::int[],
         ${sql.val(attempts.map((a) => a.statusCode))}::int[],
         ${sql.val(attempts.map((a) => a.at.toISOString()))}::timestamptz[],
         ${sql.val(attempts.map((a) => a.estado))}::text[],
-        ${sql.val(attempts.map((a) => a.nextAt?.toISOString() ?? null))}::timestamptz[],
-        ${sql.val(attempts.map((a) => a.durationMs))}::int[],
-        ${sql.val(attempts.map((a) => a.error))}::text[],
-        ${sql.val(attempts.map((a) => a.message))}::text[],
-        ${sql.val(attempts.map((a) => a.response))}::text[]
-      ) as v(id, intento, status_code, at, estado, next_at, duracion_ms, error, mensaje, respuesta)
+        ${sql.val(attempts.map((a) => a.nextAt?.toISOString() ?? null))}::timestamptz[]
+      ) as v(id, intento, status_code, at, estado, next_at)
     ), changed as (
       update entregas as e set
         intentos = v.intento,
@@ -221,11 +191,7 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
       from v
       where e.id = v.id and e.estado = 'pendiente' and e.intentos < v.intento
       returning e.id
-    ), logged as (
-      insert into entrega_intentos (entrega_id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta)
-      select v.id, v.intento, v.at, v.status_code, v.duracion_ms, v.error, v.mensaje, v.respuesta
-      from v join changed using (id)
-    )
+    ), logged as (${insertDeliveryAttempts(attempts, 'changed')})
     select id from changed
   `;
   const result = await db.executeQuery<{ id: string }>(prepared('record_attempts', query, db));

@@ -130,7 +130,7 @@ export function createDeliveryProcessor(
   const recorder = createMicroBatcher<AttemptRecord, boolean>(
     async (attempts) => {
       const changed = await recordAttempts(db, attempts);
-      return attempts.map((a) => changed.has(a.id));
+      return attempts.map((a) => changed.has(a.deliveryId));
     },
     { maxBatch: 500, maxInFlight: 2 },
   );
@@ -282,7 +282,7 @@ export function createDeliveryProcessor(
       outcome,
       endedAt,
       record: {
-        id: d.deliveryId,
+        deliveryId: d.deliveryId,
         attempt: d.attempt,
         statusCode: outcome.statusCode,
         at: new Date(outcome.timestamp),
