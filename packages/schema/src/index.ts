@@ -5,6 +5,7 @@ export * from './jobs';
 export * from './settings';
 export * from './db/types';
 export * from './db/tables/delivery-attempts.table';
+export * from './db/tables/webhooks.table';
 export * from './db/database';
 export * from './db/open-database';
 export * from './db/migrate';

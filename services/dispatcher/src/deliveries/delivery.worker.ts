@@ -9,11 +9,12 @@ import {
   type Db,
   type DeliveryJob,
   type DeliveryState,
+  type WebhookTarget,
 } from '@svc/schema';
 import { attemptDelivery, type AttemptOutcome, type WebhookSender } from '@svc/webhook-sender';
 import { createMicroBatcher } from '../support/micro-batch';
 import type { DispatcherMetrics } from '../observability/dispatcher-metrics';
-import { findWebhookTargets, type WebhookTarget } from '../webhooks/webhook.repository';
+import { findWebhookTargets } from '../webhooks/webhook.repository';
 import {
   abandonDelivery,
   findDeliveryProgress,
@@ -234,7 +235,7 @@ export function createDeliveryProcessor(
     }
     // Already made (or ended): another run sent it. Never send twice knowingly.
     if (now.estado !== 'pendiente' || now.intentos !== d.attempt - 1) return 'duplicate';
-    if (!target.activo) {
+    if (!target.active) {
       if (await abandonDelivery(db, d.deliveryId)) finished(d, 'failure', { intentos: now.intentos, reason: 'webhook inactive' });
       return 'failure';
     }

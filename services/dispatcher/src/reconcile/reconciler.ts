@@ -103,7 +103,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
         // The resend of a PING: no event row; its data is empty and its mode the webhook's.
         const webhook = pinged.get(o.webhookId);
         if (!webhook) continue;
-        jobs.push({ ...common, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode: webhook.modo });
+        jobs.push({ ...common, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode: webhook.mode });
         continue;
       }
       const event = events.get(o.eventId);

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db, Modo, ShipmentEvent } from '@svc/schema';
+import { WEBHOOK_TARGET_COLUMNS, webhookTargetOf, type Db, type Modo, type ShipmentEvent, type WebhookTarget, type WebhookTargetRow } from '@svc/schema';
 
 /** The dispatcher's reads of `webhooks`: where an event goes, and where and how to send it. */
 
@@ -37,7 +37,7 @@ export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<Nul
     ) as ev(event_id, evento, empresa_id, sucursal_id, modo)
     left join webhook_versions wv on wv.empresa_id = ev.empresa_id
     left join lateral (
-      select w.id, w.url, w.secret, w.secreto_anterior, w.secreto_anterior_expira_en, w.activo, w.modo
+      select ${sql.join(WEBHOOK_TARGET_COLUMNS.map((c) => sql.ref(`w.${c}`)))}
       from webhooks w
       where w.empresa_id = ev.empresa_id
         and w.modo = ev.modo
@@ -50,55 +50,19 @@ export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<Nul
     ) w on true`;
 }
 
-export interface WebhookTarget {
-  id: string;
-  url: string;
-  /** The signing key: never log it. */
-  secret: string;
-  /**
-   * The secret before the last rotation and the end of its overlap, during which it signs beside
-   * `secret` (the sender compares the end with each attempt's time); null when there is none.
-   */
-  previousSecret: { secret: string; expiresAt: Date } | null;
-  activo: boolean;
-  /** Its mode; a PING's `X-SVC-Modo`. */
-  modo: Modo;
-}
-
-/** A webhook's columns that make its target. */
-export interface WebhookRow {
-  id: string;
-  url: string;
-  secret: string;
-  secreto_anterior: string | null;
-  secreto_anterior_expira_en: Date | null;
-  activo: boolean;
-  modo: Modo;
-}
-
 /** The columns of a left join's right side: every one null where the row had no match. */
 export type NullableColumns<T> = { [K in keyof T]: T[K] | null };
 
 /** A routing row's webhook: every column null where the event goes nowhere. */
-export type NullableWebhookRow = NullableColumns<WebhookRow>;
-
-export const targetOf = (r: WebhookRow): WebhookTarget => ({
-  id: r.id,
-  url: r.url,
-  secret: r.secret,
-  previousSecret:
-    r.secreto_anterior !== null && r.secreto_anterior_expira_en !== null ? { secret: r.secreto_anterior, expiresAt: r.secreto_anterior_expira_en } : null,
-  activo: r.activo,
-  modo: r.modo,
-});
+export type NullableWebhookRow = NullableColumns<WebhookTargetRow>;
 
 /** The targets of a batch of webhooks, in one query; unknown ids are simply absent. */
 export async function findWebhookTargets(db: Db, ids: readonly string[]): Promise<Map<string, WebhookTarget>> {
   if (ids.length === 0) return new Map();
   const rows = await db
     .selectFrom('webhooks')
-    .select(['id', 'url', 'secret', 'secreto_anterior', 'secreto_anterior_expira_en', 'activo', 'modo'])
+    .select(WEBHOOK_TARGET_COLUMNS)
     .where('id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
     .execute();
-  return new Map(rows.map((r) => [r.id, targetOf(r)]));
+  return new Map(rows.map((r) => [r.id, webhookTargetOf(r)]));
 }
