@@ -10,7 +10,7 @@ import { createReconciler, type Reconciler } from './reconcile/reconciler';
 import { createRetention, type Retention } from './retention/retention.task';
 import { createWebhookSlots } from './deliveries/webhook-slots.limiter';
 import { oldestOverdueAge } from './deliveries/delivery.repository';
-import { oldestUnfannedAge } from './events/event.repository';
+import { oldestUnfannedAge } from './outbox/outbox.repository';
 
 const isUnrecoverable = (err: Error): boolean => err instanceof UnrecoverableError || err.name === 'UnrecoverableError';
 

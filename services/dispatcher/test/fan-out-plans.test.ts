@@ -1,7 +1,7 @@
 import { createDb, createPool, type Db } from '@svc/schema';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
 import { findRoutedDeliveries, insertNewDeliveries } from '../src/deliveries/delivery.repository';
-import { markFannedOut } from '../src/events/event.repository';
+import { markFannedOut } from '../src/outbox/outbox.repository';
 import { routedWebhooks } from '../src/webhooks/webhook.repository';
 
 /**

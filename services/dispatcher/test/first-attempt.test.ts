@@ -9,7 +9,7 @@ import { bearer, createCompany, type Company } from '../../../test/support/test-
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
 import { TEST_REDIS_URL } from '../../../test/support/env';
 import { deliveryIdOf } from '../src/fan-out/fan-out.worker';
-import { findEvents, markFannedOut } from '../src/events/event.repository';
+import { findEvents, markFannedOut } from '../src/outbox/outbox.repository';
 import { insertNewDeliveries } from '../src/deliveries/delivery.repository';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

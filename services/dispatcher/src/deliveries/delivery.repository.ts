@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { insertDeliveryAttempts, prepared, type Db, type DeliveryAttempt, type DeliveryState, type EventName } from '@svc/schema';
+import type { RemovalCursor } from '../support/removal-cursor';
 import type { NullableColumns } from '../webhooks/webhook.repository';
 
 /**
@@ -287,18 +288,6 @@ export async function postponeDeliveries(db: Db, postponed: readonly Postponemen
     where e.id = v.id and e.estado = 'pendiente' and e.intentos = v.intento - 1
   `.execute(db);
 }
-
-/**
- * Where a removal pass stands in a `(created_at, id)` index: the last row it looked at. The
- * timestamp is Postgres's text, to the microsecond (a JS Date would round it off).
- */
-export interface RemovalCursor {
-  at: string;
-  id: string;
-}
-
-/** Before every row. */
-export const REMOVAL_START: RemovalCursor = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
 
 export interface RemovedDeliveries {
   entregas: number;

@@ -6,7 +6,7 @@ import { findRoutedDeliveries, insertNewDeliveries, type NewDelivery, type Route
 import type { DeliveryProcessor, DeliveryStep, FirstAttempt } from '../deliveries/delivery.worker';
 import { routedWebhooks } from '../webhooks/webhook.repository';
 import { createRoutesCache, type RouteKey } from '../webhooks/routes.cache';
-import { markFannedOut } from '../events/event.repository';
+import { markFannedOut } from '../outbox/outbox.repository';
 import type { DispatcherMetrics } from '../observability/dispatcher-metrics';
 
 export interface FanOut {

@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import { createPeriodicTask, type Logger } from '@svc/observability';
 import { bulkJobs, deliveryJobOf, JOBS, type Db, type DeliveryJob, type JobContract, type ShipmentEventJob } from '@svc/schema';
 import { claimOverdue } from '../deliveries/delivery.repository';
-import { findEvents, lockUnfanned } from '../events/event.repository';
+import { findEvents, lockUnfanned } from '../outbox/outbox.repository';
 import { findWebhookTargets } from '../webhooks/webhook.repository';
 
 export interface Reconciler {

@@ -1,7 +1,8 @@
 import { createPeriodicTask, type Logger } from '@svc/observability';
 import type { Db } from '@svc/schema';
-import { REMOVAL_START, removeEndedDeliveries } from '../deliveries/delivery.repository';
-import { removeDeliveredEvents } from '../events/event.repository';
+import { removeEndedDeliveries } from '../deliveries/delivery.repository';
+import { REMOVAL_START } from '../support/removal-cursor';
+import { removeDeliveredEvents } from '../outbox/outbox.repository';
 
 /** The tables the dispatcher's retention removes from: the bounded label of its counter. */
 export type RetainedTable = 'entregas' | 'entrega_intentos' | 'outbox';
