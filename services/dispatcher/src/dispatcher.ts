@@ -4,13 +4,14 @@ import { JOBS, lateExtraCaCerts, openDatabase, queueFor } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { DispatcherConfig } from './config';
 import { createFanOut } from './fan-out/fan-out.worker';
-import { createDeliveryProcessor } from './deliveries/delivery.worker';
+import { createDeliveryPipeline } from './deliveries/delivery.pipeline';
 import { createDispatcherMetrics, QUEUE_STATES, type DispatcherMetrics } from './observability/dispatcher-metrics';
 import { createReconciler, type Reconciler } from './reconcile/reconciler';
 import { createRetention, type Retention } from './retention/retention.task';
 import { createWebhookSlots } from './deliveries/webhook-slots.limiter';
 import { oldestOverdueAge } from './deliveries/delivery.repository';
 import { oldestUnfannedAge } from './outbox/outbox.repository';
+import { createPostgresWatch } from './support/postgres-watch';
 
 const isUnrecoverable = (err: Error): boolean => err instanceof UnrecoverableError || err.name === 'UnrecoverableError';
 
@@ -93,8 +94,9 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       backlog: { oldestOverdueDelivery: () => oldestOverdueAge(db), oldestUnfannedEvent: () => oldestUnfannedAge(db) },
     });
 
-    const deliveries = createDeliveryProcessor({ db, sender, deliveryQueue, slots, metrics, logger });
-    const fanOut = createFanOut({ db, deliveries, deliveryQueue, metrics, onPostgresLost: (listener) => pool.on('error', listener) });
+    const postgres = createPostgresWatch((listener) => pool.on('error', listener));
+    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue, slots, metrics, logger, postgres });
+    const fanOut = createFanOut({ db, deliveries, postgres, metrics });
 
     const workerOptions = {
       prefix: config.redisPrefix,
@@ -114,7 +116,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       connection: eventWorkerRedis,
       concurrency: config.concurrency,
     });
-    const deliveryWorker = new Worker<unknown>(JOBS.delivery.queue, (job, token) => deliveries.process(job, token), {
+    const deliveryWorker = new Worker<unknown>(JOBS.delivery.queue, (job, token) => deliveries.deliverJob(job, token), {
       ...workerOptions,
       connection: deliveryWorkerRedis,
       concurrency: config.concurrency,

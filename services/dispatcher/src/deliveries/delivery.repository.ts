@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import { insertDeliveryAttempts, prepared, type Db, type DeliveryAttempt, type DeliveryState, type EventName } from '@svc/schema';
+import { insertDeliveryAttempts, prepared, type Db, type DeliveryAttempt, type DeliveryState, type Entrega, type EventName } from '@svc/schema';
 import type { RemovalCursor } from '../support/removal-cursor';
 import type { NullableColumns } from '../webhooks/webhook.repository';
 
@@ -8,12 +8,15 @@ import type { NullableColumns } from '../webhooks/webhook.repository';
  * made on them. The gateway records PINGs and reads deliveries for its API.
  */
 
+/** Where a delivery stands: its row's state and the attempts made so far, as read. */
+export type DeliveryProgress = Pick<Entrega, 'estado' | 'intentos'>;
+
 /** An event's way to one webhook, with the delivery an earlier run of the event recorded there, if any. */
 export interface RoutedDelivery<W> {
   eventId: string;
   webhook: W;
   /** The event's original delivery to this webhook; null when none was recorded yet. */
-  existing: { id: string; estado: DeliveryState; intentos: number } | null;
+  existing: (DeliveryProgress & { id: string }) | null;
 }
 
 /** A batch's routes, and each event's company webhook count as the read saw it. */
@@ -74,15 +77,14 @@ export async function findRoutedDeliveries<W extends { id: string }>(
 /**
  * A delivery the fan-out creates once its first attempt has been made (or deferred): the row is
  * written with where the delivery then stands, so a successful first attempt costs one insert and
- * no update (issue 16: the insert-then-update it replaces left a dead row and a second set of index
- * entries per delivery).
+ * no update (an update would leave a dead row and a second set of index entries per delivery).
  */
 export interface NewDelivery {
   /** Name-based from (event, webhook): a run that sent and crashed before this row sends again under the same id. */
   id: string;
   webhookId: string;
   eventId: string;
-  evento: EventName;
+  event: EventName;
   numeroGuia: string;
   /** The first attempt; null when it waits for its webhook's turn (deferred). */
   attempt: AttemptRecord | null;
@@ -107,9 +109,9 @@ export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], 
         ${sql.val(rows.map((r) => r.id))}::uuid[],
         ${sql.val(rows.map((r) => r.webhookId))}::uuid[],
         ${sql.val(rows.map((r) => r.eventId))}::uuid[],
-        ${sql.val(rows.map((r) => r.evento))}::text[],
+        ${sql.val(rows.map((r) => r.event))}::text[],
         ${sql.val(rows.map((r) => r.numeroGuia))}::text[],
-        ${sql.val(rows.map((r) => r.attempt?.estado ?? 'pendiente'))}::text[],
+        ${sql.val(rows.map((r) => r.attempt?.state ?? 'pendiente'))}::text[],
         ${sql.val(rows.map((r) => r.attempt?.attempt ?? 0))}::int[],
         ${sql.val(rows.map((r) => r.attempt?.statusCode ?? 0))}::int[],
         ${sql.val(rows.map((r) => r.attempt?.at.toISOString() ?? null))}::timestamptz[],
@@ -136,12 +138,6 @@ export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], 
   return new Set(result.rows.map((r) => r.id));
 }
 
-export interface DeliveryProgress {
-  estado: DeliveryState;
-  /** Attempts made so far. */
-  intentos: number;
-}
-
 /** Where each delivery of a batch stands, in one query; unknown ids are simply absent. */
 export async function findDeliveryProgress(db: Db, ids: readonly string[]): Promise<Map<string, DeliveryProgress>> {
   if (ids.length === 0) return new Map();
@@ -156,7 +152,7 @@ export async function findDeliveryProgress(db: Db, ids: readonly string[]): Prom
 /** A made attempt, for the delivery log, and where its delivery then stands. */
 export interface AttemptRecord extends DeliveryAttempt {
   /** `pendiente` while retries remain, `exitosa` on a 2xx, `fallida` after the last attempt. */
-  estado: DeliveryState;
+  state: DeliveryState;
   /** When the next attempt is due (`pendiente` only). */
   nextAt: Date | null;
 }
@@ -178,7 +174,7 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
         ${sql.val(attempts.map((a) => a.attempt))}::int[],
         ${sql.val(attempts.map((a) => a.statusCode))}::int[],
         ${sql.val(attempts.map((a) => a.at.toISOString()))}::timestamptz[],
-        ${sql.val(attempts.map((a) => a.estado))}::text[],
+        ${sql.val(attempts.map((a) => a.state))}::text[],
         ${sql.val(attempts.map((a) => a.nextAt?.toISOString() ?? null))}::timestamptz[]
       ) as v(id, intento, status_code, at, estado, next_at)
     ), changed as (
@@ -216,7 +212,7 @@ export interface OverdueDelivery {
   webhookId: string;
   /** The event's id; for the resend of a PING, the PING's id (no event row). */
   eventId: string;
-  evento: EventName;
+  event: EventName;
   /** The number of its next attempt. */
   attempt: number;
   /** For a resend, when it was made (its job's `committedAt`); null for an event's own delivery. */
@@ -245,7 +241,7 @@ export async function claimOverdue(db: Db, graceMs: number, limit: number): Prom
     deliveryId: r.id,
     webhookId: r.webhook_id,
     eventId: r.evento_id,
-    evento: r.evento,
+    event: r.evento,
     attempt: r.intentos + 1,
     resentAt: r.es_reenvio ? r.created_at : null,
   }));
@@ -290,8 +286,8 @@ export async function postponeDeliveries(db: Db, postponed: readonly Postponemen
 }
 
 export interface RemovedDeliveries {
-  entregas: number;
-  intentos: number;
+  deliveries: number;
+  attempts: number;
   /** Rows looked at (removed or left); fewer than the limit when the pass has reached the cutoff. */
   seen: number;
   /** Where the next batch starts. */
@@ -331,8 +327,8 @@ export async function removeEndedDeliveries(db: Db, retentionDays: number, after
   `.execute(db);
   const row = result.rows[0]!;
   return {
-    entregas: Number(row.entregas),
-    intentos: Number(row.intentos),
+    deliveries: Number(row.entregas),
+    attempts: Number(row.intentos),
     seen: Number(row.seen),
     next: row.last_at && row.last_id ? { at: row.last_at, id: row.last_id } : after,
   };

@@ -91,15 +91,15 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   async function deliveriesPass(): Promise<Pass> {
     const overdue = await claimOverdue(db, graceMs, batchSize);
     if (overdue.length === 0) return { seen: 0, queued: 0 };
-    const pings = overdue.filter((o) => o.evento === 'PING');
+    const pings = overdue.filter((o) => o.event === 'PING');
     const [events, pinged] = await Promise.all([
-      findEvents(db, [...new Set(overdue.filter((o) => o.evento !== 'PING').map((o) => o.eventId))]),
+      findEvents(db, [...new Set(overdue.filter((o) => o.event !== 'PING').map((o) => o.eventId))]),
       findWebhookTargets(db, [...new Set(pings.map((o) => o.webhookId))]),
     ]);
     const jobs: DeliveryJob[] = [];
     for (const o of overdue) {
       const common = { deliveryId: o.deliveryId, attempt: o.attempt, webhookId: o.webhookId, eventId: o.eventId };
-      if (o.evento === 'PING') {
+      if (o.event === 'PING') {
         // The resend of a PING: no event row; its data is empty and its mode the webhook's.
         const webhook = pinged.get(o.webhookId);
         if (!webhook) continue;

@@ -75,8 +75,8 @@ export function createRetention(options: RetentionOptions): Retention {
     // Each table in one walk of its (created_at, id) index, batch after batch, up to the cutoff.
     for (let after = REMOVAL_START; ; ) {
       const batch = await removeEndedDeliveries(db, retentionDays, after, batchSize);
-      count('entregas', batch.entregas);
-      count('entrega_intentos', batch.intentos);
+      count('entregas', batch.deliveries);
+      count('entrega_intentos', batch.attempts);
       if (batch.seen < batchSize || task.stopped()) break;
       after = batch.next;
       await sleep(pauseMs);

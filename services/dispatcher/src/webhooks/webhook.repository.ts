@@ -1,16 +1,12 @@
 import { sql, type RawBuilder } from 'kysely';
-import { WEBHOOK_TARGET_COLUMNS, webhookTargetOf, type Db, type Modo, type ShipmentEvent, type WebhookTarget, type WebhookTargetRow } from '@svc/schema';
+import { WEBHOOK_TARGET_COLUMNS, webhookTargetOf, type Db, type WebhookTarget, type WebhookTargetRow } from '@svc/schema';
+import type { RouteKey } from './routes.cache';
 
 /** The dispatcher's reads of `webhooks`: where an event goes, and where and how to send it. */
 
-export interface RoutableEvent {
+/** An event to route: its id and what decides its routes (the mode of its shipment among them). */
+export interface RoutableEvent extends RouteKey {
   eventId: string;
-  evento: ShipmentEvent;
-  empresaId: string;
-  /** The branch that generated the event, or null for the company. */
-  sucursalId: string | null;
-  /** The mode of the event's shipment: only webhooks of this mode receive it. */
-  mode: Modo;
 }
 
 /**
@@ -30,9 +26,9 @@ export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<Nul
     select ev.event_id, coalesce(wv.version, 0) as webhooks_version, w.*
     from unnest(
       ${sql.val(events.map((e) => e.eventId))}::uuid[],
-      ${sql.val(events.map((e) => e.evento))}::text[],
-      ${sql.val(events.map((e) => e.empresaId))}::uuid[],
-      ${sql.val(events.map((e) => e.sucursalId))}::uuid[],
+      ${sql.val(events.map((e) => e.event))}::text[],
+      ${sql.val(events.map((e) => e.companyId))}::uuid[],
+      ${sql.val(events.map((e) => e.branchId))}::uuid[],
       ${sql.val(events.map((e) => e.mode))}::text[]
     ) as ev(event_id, evento, empresa_id, sucursal_id, modo)
     left join webhook_versions wv on wv.empresa_id = ev.empresa_id
