@@ -25,9 +25,12 @@ export interface ReconcilerOptions {
   intervalMs: number;
   /** RECONCILE_GRACE_MS: how late an event's fan-out or a delivery's attempt must be to count as lost. */
   graceMs: number;
-  /** Rows per statement. Default 500. */
+  /** Rows per statement. Default BATCH_SIZE. */
   batchSize?: number;
 }
+
+/** Rows per statement: a pass claims and queues them together, and a short statement holds its locks briefly. */
+const BATCH_SIZE = 500;
 
 type Entry<P> = ReturnType<typeof bulkJobs<P>>[number];
 
@@ -64,7 +67,7 @@ async function requeue<P>(
  */
 export function createReconciler(options: ReconcilerOptions): Reconciler {
   const { db, eventsQueue, deliveryQueue, logger, requeued, intervalMs, graceMs } = options;
-  const batchSize = options.batchSize ?? 500;
+  const batchSize = options.batchSize ?? BATCH_SIZE;
   // runOnce is a function declaration (hoisted): the task may name it before its text.
   const task = createPeriodicTask({ name: 'reconciler', logger, intervalMs, run: runOnce });
 
