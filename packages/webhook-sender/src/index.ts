@@ -4,7 +4,6 @@
 export {
   createWebhookSender,
   DEFAULT_TIMEOUT_MS,
-  type AttemptError,
   type AttemptResult,
   MAX_MESSAGE_LENGTH,
   MAX_RESPONSE_LENGTH,

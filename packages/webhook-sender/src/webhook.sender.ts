@@ -4,15 +4,13 @@ import { isIP, type LookupFunction } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { STATUS_CODES } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import type { AttemptErrorClass } from '@svc/schema';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { guardedRange, isAllowed, parseCidrs, parseIp, type AllowList } from './address.guard';
 import { normaliseHostName, parseHostMap } from './host-map.parser';
 import { createNameResolver, DEFAULT_DNS_TIMEOUT_MS, NAME_UNRESOLVED_CODE, NameResolutionError, type ResolvedAddress } from './dns.resolver';
 
 export type AttemptResult = '2xx' | '3xx' | '4xx' | '5xx' | 'timeout' | 'network' | 'blocked';
-
-/** Why an attempt failed: the classes a receiver's owner can act on. */
-export type AttemptError = 'TIMEOUT' | 'DNS' | 'CONNECTION' | 'TLS' | 'BLOCKED_ADDRESS' | 'HTTP_STATUS';
 
 /** How much of a reason or an answer is kept. */
 export const MAX_MESSAGE_LENGTH = 500;
@@ -26,7 +24,7 @@ export interface SendOutcome {
   durationMs: number;
   result: AttemptResult;
   /** null for a success. */
-  error: AttemptError | null;
+  error: AttemptErrorClass | null;
   /** A human-readable reason (at most 500 characters, never a stack trace); null for a success. */
   message: string | null;
   /** The first 1024 characters of the answer's body as text, whatever its status; null when no answer came. */
@@ -129,7 +127,7 @@ const clip = (text: string): string => {
 };
 
 /** The class and reason of a send that got no HTTP status. */
-function failureOf(err: unknown, host: string): { error: AttemptError; message: string } {
+function failureOf(err: unknown, host: string): { error: AttemptErrorClass; message: string } {
   const e = codedError(err);
   const code = typeof e?.code === 'string' ? e.code : '';
   const text = e?.message ?? String(err);
@@ -327,7 +325,7 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
   const outcome = (
     started: number,
     result: AttemptResult,
-    detail: { statusCode?: number; error?: AttemptError | null; message?: string | null; response?: string | null } = {},
+    detail: { statusCode?: number; error?: AttemptErrorClass | null; message?: string | null; response?: string | null } = {},
   ): SendOutcome => ({
     ok: result === '2xx',
     statusCode: detail.statusCode ?? 0,

@@ -4,13 +4,14 @@ import { JOBS, lateExtraCaCerts, openDatabase, queueFor } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { DispatcherConfig } from './config';
 import { createFanOut } from './fan-out/fan-out.worker';
-import { createDeliveryProcessor } from './deliveries/delivery.worker';
+import { createDeliveryPipeline } from './deliveries/delivery.pipeline';
 import { createDispatcherMetrics, QUEUE_STATES, type DispatcherMetrics } from './observability/dispatcher-metrics';
 import { createReconciler, type Reconciler } from './reconcile/reconciler';
 import { createRetention, type Retention } from './retention/retention.task';
 import { createWebhookSlots } from './deliveries/webhook-slots.limiter';
 import { oldestOverdueAge } from './deliveries/delivery.repository';
-import { oldestUnfannedAge } from './events/event.repository';
+import { oldestUnfannedAge } from './outbox/outbox.repository';
+import { createPostgresWatch } from './support/postgres-watch';
 
 const isUnrecoverable = (err: Error): boolean => err instanceof UnrecoverableError || err.name === 'UnrecoverableError';
 
@@ -45,17 +46,12 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
 
     // Queue adds, counts and readiness must not hang while Redis is away; the workers must ride it out.
     const commands = await connectRedis(config, 'commands', undo, 'redis');
-    // One client per worker rather than one shared: measured, not explained. Bench, alternated
-    // pairs: dispatcher CPU per delivery at 200/s 1.74 -> 1.47 ms and 1.61 -> 1.43 ms on the means,
-    // saturation better in 5 of 6 pairs, within the machine's run-to-run spread (bench/README.md,
-    // "24 November 2026 morning").
+    // One client per worker rather than one shared: it measured less CPU per delivery, unexplained.
     const eventWorkerRedis = await connectRedis(config, 'blocking', undo, 'event worker redis');
     const deliveryWorkerRedis = await connectRedis(config, 'blocking', undo, 'delivery worker redis');
     // A worker completes each job with a command of its own, and the jobs of one batch finish in
-    // one turn: their completions now leave in one write. Bench, alternated runs (bench/README.md,
-    // "24 November 2026 (fifth session)"): dispatcher CPU per delivery at saturation 0.59 -> 0.52
-    // ms, at 200/s 2.38 -> 2.10 x the no-op worker's. (BullMQ's blocking connection is its own
-    // duplicate of these, untouched: it sends one BZPOPMIN at a time.)
+    // one turn: their completions leave in one write. (BullMQ's blocking connection, its own
+    // duplicate of these, sends one BZPOPMIN at a time and is left alone.)
     coalesceWrites(eventWorkerRedis);
     coalesceWrites(deliveryWorkerRedis);
 
@@ -93,8 +89,9 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       backlog: { oldestOverdueDelivery: () => oldestOverdueAge(db), oldestUnfannedEvent: () => oldestUnfannedAge(db) },
     });
 
-    const deliveries = createDeliveryProcessor({ db, sender, deliveryQueue, slots, metrics, logger });
-    const fanOut = createFanOut({ db, deliveries, deliveryQueue, metrics, onPostgresLost: (listener) => pool.on('error', listener) });
+    const postgres = createPostgresWatch((listener) => pool.on('error', listener));
+    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue, slots, metrics, logger, postgres });
+    const fanOut = createFanOut({ db, deliveries, postgres, metrics });
 
     const workerOptions = {
       prefix: config.redisPrefix,
@@ -114,7 +111,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       connection: eventWorkerRedis,
       concurrency: config.concurrency,
     });
-    const deliveryWorker = new Worker<unknown>(JOBS.delivery.queue, (job, token) => deliveries.process(job, token), {
+    const deliveryWorker = new Worker<unknown>(JOBS.delivery.queue, (job, token) => deliveries.deliverJob(job, token), {
       ...workerOptions,
       connection: deliveryWorkerRedis,
       concurrency: config.concurrency,

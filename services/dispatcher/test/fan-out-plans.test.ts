@@ -1,7 +1,7 @@
 import { createDb, createPool, type Db } from '@svc/schema';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
 import { findRoutedDeliveries, insertNewDeliveries } from '../src/deliveries/delivery.repository';
-import { markFannedOut } from '../src/events/event.repository';
+import { markFannedOut } from '../src/outbox/outbox.repository';
 import { routedWebhooks } from '../src/webhooks/webhook.repository';
 
 /**
@@ -32,7 +32,7 @@ describe('the fan-out statements on a generic plan', () => {
     const webhookId = (
       await pool.query<{ id: string }>(`insert into webhooks (empresa_id, url, secret, eventos) values ($1, 'https://receiver.test/hook', 'whsec_x', '{}') returning id`, [empresaId])
     ).rows[0]!.id;
-    const event = (eventId: string) => ({ eventId, evento: 'GUIA_CREADA' as const, empresaId, sucursalId: null, mode: 'live' as const });
+    const event = (eventId: string) => ({ eventId, event: 'GUIA_CREADA' as const, companyId: empresaId, branchId: null, mode: 'live' as const });
 
     // First run: the plan is made now, with entregas nearly empty (a few deliveries, never
     // analyzed), as on a new database: there a plain join hashed a sequential scan of it.
@@ -86,7 +86,7 @@ describe('the fan-out statements on a generic plan', () => {
       const webhookId = (
         await onePool.query<{ id: string }>(`insert into webhooks (empresa_id, url, secret, eventos) values ($1, 'https://receiver.test/hook', 'whsec_x', '{}') returning id`, [empresaId])
       ).rows[0]!.id;
-      const deferred = (id: string, eventId: string) => ({ id, webhookId, eventId, evento: 'GUIA_CREADA' as const, numeroGuia: 'G', attempt: null, nextAt: new Date() });
+      const deferred = (id: string, eventId: string) => ({ id, webhookId, eventId, event: 'GUIA_CREADA' as const, numeroGuia: 'G', attempt: null, nextAt: new Date() });
       // First run: the plan is made now, with one webhook.
       const first = await insertNewDeliveries(ownDb, [deferred('00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002')], markFannedOut([]));
       expect(first.size).toBe(1);

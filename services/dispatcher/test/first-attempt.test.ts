@@ -9,7 +9,7 @@ import { bearer, createCompany, type Company } from '../../../test/support/test-
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
 import { TEST_REDIS_URL } from '../../../test/support/env';
 import { deliveryIdOf } from '../src/fan-out/fan-out.worker';
-import { findEvents, markFannedOut } from '../src/events/event.repository';
+import { findEvents, markFannedOut } from '../src/outbox/outbox.repository';
 import { insertNewDeliveries } from '../src/deliveries/delivery.repository';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -128,9 +128,9 @@ describe('dispatcher: a first attempt is sent, then recorded with its delivery',
           id: row!.id,
           webhookId: row!.webhook_id,
           eventId: row!.evento_id,
-          evento: 'GUIA_CREADA',
+          event: 'GUIA_CREADA',
           numeroGuia: 'X',
-          attempt: { id: row!.id, attempt: 1, statusCode: 500, at: new Date(), estado: 'pendiente', nextAt: new Date(), durationMs: 1, error: 'HTTP_STATUS', message: 'x', response: null },
+          attempt: { deliveryId: row!.id, attempt: 1, statusCode: 500, at: new Date(), state: 'pendiente', nextAt: new Date(), durationMs: 1, error: 'HTTP_STATUS', message: 'x', response: null },
           nextAt: new Date(),
         },
       ],

@@ -10,7 +10,7 @@ import { startDispatcherFixture, type DispatcherFixture } from '../../../test/su
 import type { ReceivedRequest } from '../../../test/support/https-receiver';
 import { createRoutesCache, type RouteKey } from '../src/webhooks/routes.cache';
 
-const key = (empresaId: string, evento: RouteKey['evento'] = 'GUIA_CREADA'): RouteKey => ({ empresaId, mode: 'live', sucursalId: null, evento });
+const key = (companyId: string, event: RouteKey['event'] = 'GUIA_CREADA'): RouteKey => ({ companyId, mode: 'live', branchId: null, event });
 
 describe('routes cache', () => {
   it('answers an event only with routes read at its count or later, and never goes back to an older read', () => {

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { AttemptErrorClass } from '../attempts';
 import type { Estado, ShipmentEvent, ShipmentEventData, EventName } from '../events';
 
 /** A timestamptz with a default: optional on insert. */
@@ -145,8 +146,6 @@ export interface EntregasTable {
   es_reenvio: Generated<boolean>;
   created_at: Timestamp;
 }
-
-export type AttemptErrorClass = 'TIMEOUT' | 'DNS' | 'CONNECTION' | 'TLS' | 'BLOCKED_ADDRESS' | 'HTTP_STATUS';
 
 /** One attempt of a delivery, with its reason. */
 export interface EntregaIntentosTable {

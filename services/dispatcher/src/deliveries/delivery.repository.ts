@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
-import { prepared, type AttemptErrorClass, type Db, type DeliveryState, type EventName } from '@svc/schema';
+import { insertDeliveryAttempts, prepared, type Db, type DeliveryAttempt, type DeliveryState, type Entrega, type EventName } from '@svc/schema';
+import type { RemovalCursor } from '../support/removal-cursor';
 import type { NullableColumns } from '../webhooks/webhook.repository';
 
 /**
@@ -7,12 +8,15 @@ import type { NullableColumns } from '../webhooks/webhook.repository';
  * made on them. The gateway records PINGs and reads deliveries for its API.
  */
 
+/** Where a delivery stands: its row's state and the attempts made so far, as read. */
+export type DeliveryProgress = Pick<Entrega, 'estado' | 'intentos'>;
+
 /** An event's way to one webhook, with the delivery an earlier run of the event recorded there, if any. */
 export interface RoutedDelivery<W> {
   eventId: string;
   webhook: W;
   /** The event's original delivery to this webhook; null when none was recorded yet. */
-  existing: { id: string; estado: DeliveryState; intentos: number } | null;
+  existing: (DeliveryProgress & { id: string }) | null;
 }
 
 /** A batch's routes, and each event's company webhook count as the read saw it. */
@@ -39,12 +43,9 @@ export async function findRoutedDeliveries<W extends { id: string }>(
     entrega_estado: DeliveryState | null;
     entrega_intentos: number | null;
   };
-  // Prepared: it runs for every batch of events, with the same text (arrays as parameters). Its
-  // generic plan is made on a connection's first run and kept until the table is next analyzed:
-  // planned while `entregas` held a few rows (a new database), a plain join hashed a sequential
-  // scan of the table and kept doing it as the table grew (bench, whose Postgres never analyzes:
-  // Postgres at 2.4 ms of CPU per delivery, 616 deliveries/s). The lateral subquery with its limit
-  // is not flattened, so each route is one probe of the unique index (test/fan-out-plans.test.ts).
+  // Prepared, so its generic plan, made on a connection's first run, outlives the statistics it was
+  // made with (a plain join planned on a near-empty `entregas` kept scanning it as it grew). The
+  // lateral subquery with its limit is not flattened: each route stays one probe of the unique index.
   const query = sql<Row>`
     with routed as (${routed})
     select r.*, e.id as entrega_id, e.estado as entrega_estado, e.intentos as entrega_intentos
@@ -73,15 +74,14 @@ export async function findRoutedDeliveries<W extends { id: string }>(
 /**
  * A delivery the fan-out creates once its first attempt has been made (or deferred): the row is
  * written with where the delivery then stands, so a successful first attempt costs one insert and
- * no update (issue 16: the insert-then-update it replaces left a dead row and a second set of index
- * entries per delivery).
+ * no update (an update would leave a dead row and a second set of index entries per delivery).
  */
 export interface NewDelivery {
   /** Name-based from (event, webhook): a run that sent and crashed before this row sends again under the same id. */
   id: string;
   webhookId: string;
   eventId: string;
-  evento: EventName;
+  event: EventName;
   numeroGuia: string;
   /** The first attempt; null when it waits for its webhook's turn (deferred). */
   attempt: AttemptRecord | null;
@@ -97,7 +97,7 @@ export interface NewDelivery {
  * whose webhook was deleted meanwhile is not inserted.
  */
 export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], alongside: RawBuilder<unknown>): Promise<Set<string>> {
-  const made = rows.filter((r) => r.attempt !== null);
+  const made = rows.flatMap((r) => (r.attempt === null ? [] : [r.attempt]));
   // Prepared: it runs for every batch of events, with the same text (arrays as parameters).
   const query = sql<{ id: string }>`
     with alongside as (${alongside}),
@@ -106,9 +106,9 @@ export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], 
         ${sql.val(rows.map((r) => r.id))}::uuid[],
         ${sql.val(rows.map((r) => r.webhookId))}::uuid[],
         ${sql.val(rows.map((r) => r.eventId))}::uuid[],
-        ${sql.val(rows.map((r) => r.evento))}::text[],
+        ${sql.val(rows.map((r) => r.event))}::text[],
         ${sql.val(rows.map((r) => r.numeroGuia))}::text[],
-        ${sql.val(rows.map((r) => r.attempt?.estado ?? 'pendiente'))}::text[],
+        ${sql.val(rows.map((r) => r.attempt?.state ?? 'pendiente'))}::text[],
         ${sql.val(rows.map((r) => r.attempt?.attempt ?? 0))}::int[],
         ${sql.val(rows.map((r) => r.attempt?.statusCode ?? 0))}::int[],
         ${sql.val(rows.map((r) => r.attempt?.at.toISOString() ?? null))}::timestamptz[],
@@ -128,32 +128,11 @@ export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], 
       cross join lateral (select 1 from webhooks w where w.id = v.webhook_id offset 0) w
       on conflict do nothing
       returning id
-    ), a as (
-      select * from unnest(
-        ${sql.val(made.map((r) => r.id))}::uuid[],
-        ${sql.val(made.map((r) => r.attempt!.attempt))}::int[],
-        ${sql.val(made.map((r) => r.attempt!.at.toISOString()))}::timestamptz[],
-        ${sql.val(made.map((r) => r.attempt!.statusCode))}::int[],
-        ${sql.val(made.map((r) => r.attempt!.durationMs))}::int[],
-        ${sql.val(made.map((r) => r.attempt!.error))}::text[],
-        ${sql.val(made.map((r) => r.attempt!.message))}::text[],
-        ${sql.val(made.map((r) => r.attempt!.response))}::text[]
-      ) as a(id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta)
-    ), logged as (
-      insert into entrega_intentos (entrega_id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta)
-      select a.id, a.numero, a.fecha, a.status_code, a.duracion_ms, a.error, a.mensaje, a.respuesta
-      from a join ins using (id)
-    )
+    ), logged as (${insertDeliveryAttempts(made, 'ins')})
     select id from ins
   `;
   const result = await db.executeQuery<{ id: string }>(prepared('insert_new_deliveries', query, db));
   return new Set(result.rows.map((r) => r.id));
-}
-
-export interface DeliveryProgress {
-  estado: DeliveryState;
-  /** Attempts made so far. */
-  intentos: number;
 }
 
 /** Where each delivery of a batch stands, in one query; unknown ids are simply absent. */
@@ -167,23 +146,12 @@ export async function findDeliveryProgress(db: Db, ids: readonly string[]): Prom
   return new Map(rows.map((r) => [r.id, { estado: r.estado, intentos: r.intentos }]));
 }
 
-export interface AttemptRecord {
-  id: string;
-  /** 1-based number of this attempt. */
-  attempt: number;
-  /** 0 when no HTTP status came back. */
-  statusCode: number;
-  at: Date;
+/** A made attempt, for the delivery log, and where its delivery then stands. */
+export interface AttemptRecord extends DeliveryAttempt {
   /** `pendiente` while retries remain, `exitosa` on a 2xx, `fallida` after the last attempt. */
-  estado: DeliveryState;
+  state: DeliveryState;
   /** When the next attempt is due (`pendiente` only). */
   nextAt: Date | null;
-  durationMs: number;
-  /** Why it failed (null for a success), in the delivery log's words. */
-  error: AttemptErrorClass | null;
-  message: string | null;
-  /** The start of the receiver's answer; null when none came. */
-  response: string | null;
 }
 
 /**
@@ -199,17 +167,13 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
   const query = sql<{ id: string }>`
     with v as (
       select * from unnest(
-        ${sql.val(attempts.map((a) => a.id))}::uuid[],
+        ${sql.val(attempts.map((a) => a.deliveryId))}::uuid[],
         ${sql.val(attempts.map((a) => a.attempt))}::int[],
         ${sql.val(attempts.map((a) => a.statusCode))}::int[],
         ${sql.val(attempts.map((a) => a.at.toISOString()))}::timestamptz[],
-        ${sql.val(attempts.map((a) => a.estado))}::text[],
-        ${sql.val(attempts.map((a) => a.nextAt?.toISOString() ?? null))}::timestamptz[],
-        ${sql.val(attempts.map((a) => a.durationMs))}::int[],
-        ${sql.val(attempts.map((a) => a.error))}::text[],
-        ${sql.val(attempts.map((a) => a.message))}::text[],
-        ${sql.val(attempts.map((a) => a.response))}::text[]
-      ) as v(id, intento, status_code, at, estado, next_at, duracion_ms, error, mensaje, respuesta)
+        ${sql.val(attempts.map((a) => a.state))}::text[],
+        ${sql.val(attempts.map((a) => a.nextAt?.toISOString() ?? null))}::timestamptz[]
+      ) as v(id, intento, status_code, at, estado, next_at)
     ), changed as (
       update entregas as e set
         intentos = v.intento,
@@ -221,11 +185,7 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
       from v
       where e.id = v.id and e.estado = 'pendiente' and e.intentos < v.intento
       returning e.id
-    ), logged as (
-      insert into entrega_intentos (entrega_id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta)
-      select v.id, v.intento, v.at, v.status_code, v.duracion_ms, v.error, v.mensaje, v.respuesta
-      from v join changed using (id)
-    )
+    ), logged as (${insertDeliveryAttempts(attempts, 'changed')})
     select id from changed
   `;
   const result = await db.executeQuery<{ id: string }>(prepared('record_attempts', query, db));
@@ -249,7 +209,7 @@ export interface OverdueDelivery {
   webhookId: string;
   /** The event's id; for the resend of a PING, the PING's id (no event row). */
   eventId: string;
-  evento: EventName;
+  event: EventName;
   /** The number of its next attempt. */
   attempt: number;
   /** For a resend, when it was made (its job's `committedAt`); null for an event's own delivery. */
@@ -278,7 +238,7 @@ export async function claimOverdue(db: Db, graceMs: number, limit: number): Prom
     deliveryId: r.id,
     webhookId: r.webhook_id,
     eventId: r.evento_id,
-    evento: r.evento,
+    event: r.evento,
     attempt: r.intentos + 1,
     resentAt: r.es_reenvio ? r.created_at : null,
   }));
@@ -322,21 +282,9 @@ export async function postponeDeliveries(db: Db, postponed: readonly Postponemen
   `.execute(db);
 }
 
-/**
- * Where a removal pass stands in a `(created_at, id)` index: the last row it looked at. The
- * timestamp is Postgres's text, to the microsecond (a JS Date would round it off).
- */
-export interface RemovalCursor {
-  at: string;
-  id: string;
-}
-
-/** Before every row. */
-export const REMOVAL_START: RemovalCursor = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
-
 export interface RemovedDeliveries {
-  entregas: number;
-  intentos: number;
+  deliveries: number;
+  attempts: number;
   /** Rows looked at (removed or left); fewer than the limit when the pass has reached the cutoff. */
   seen: number;
   /** Where the next batch starts. */
@@ -376,8 +324,8 @@ export async function removeEndedDeliveries(db: Db, retentionDays: number, after
   `.execute(db);
   const row = result.rows[0]!;
   return {
-    entregas: Number(row.entregas),
-    intentos: Number(row.intentos),
+    deliveries: Number(row.entregas),
+    attempts: Number(row.intentos),
     seen: Number(row.seen),
     next: row.last_at && row.last_id ? { at: row.last_at, id: row.last_id } : after,
   };

@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import { createPeriodicTask, type Logger } from '@svc/observability';
 import { bulkJobs, deliveryJobOf, JOBS, type Db, type DeliveryJob, type JobContract, type ShipmentEventJob } from '@svc/schema';
 import { claimOverdue } from '../deliveries/delivery.repository';
-import { findEvents, lockUnfanned } from '../events/event.repository';
+import { findEvents, lockUnfanned } from '../outbox/outbox.repository';
 import { findWebhookTargets } from '../webhooks/webhook.repository';
 
 export interface Reconciler {
@@ -25,9 +25,12 @@ export interface ReconcilerOptions {
   intervalMs: number;
   /** RECONCILE_GRACE_MS: how late an event's fan-out or a delivery's attempt must be to count as lost. */
   graceMs: number;
-  /** Rows per statement. Default 500. */
+  /** Rows per statement. Default BATCH_SIZE. */
   batchSize?: number;
 }
+
+/** Rows per statement: a pass claims and queues them together, and a short statement holds its locks briefly. */
+const BATCH_SIZE = 500;
 
 type Entry<P> = ReturnType<typeof bulkJobs<P>>[number];
 
@@ -64,7 +67,7 @@ async function requeue<P>(
  */
 export function createReconciler(options: ReconcilerOptions): Reconciler {
   const { db, eventsQueue, deliveryQueue, logger, requeued, intervalMs, graceMs } = options;
-  const batchSize = options.batchSize ?? 500;
+  const batchSize = options.batchSize ?? BATCH_SIZE;
   // runOnce is a function declaration (hoisted): the task may name it before its text.
   const task = createPeriodicTask({ name: 'reconciler', logger, intervalMs, run: runOnce });
 
@@ -91,19 +94,19 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   async function deliveriesPass(): Promise<Pass> {
     const overdue = await claimOverdue(db, graceMs, batchSize);
     if (overdue.length === 0) return { seen: 0, queued: 0 };
-    const pings = overdue.filter((o) => o.evento === 'PING');
+    const pings = overdue.filter((o) => o.event === 'PING');
     const [events, pinged] = await Promise.all([
-      findEvents(db, [...new Set(overdue.filter((o) => o.evento !== 'PING').map((o) => o.eventId))]),
+      findEvents(db, [...new Set(overdue.filter((o) => o.event !== 'PING').map((o) => o.eventId))]),
       findWebhookTargets(db, [...new Set(pings.map((o) => o.webhookId))]),
     ]);
     const jobs: DeliveryJob[] = [];
     for (const o of overdue) {
       const common = { deliveryId: o.deliveryId, attempt: o.attempt, webhookId: o.webhookId, eventId: o.eventId };
-      if (o.evento === 'PING') {
+      if (o.event === 'PING') {
         // The resend of a PING: no event row; its data is empty and its mode the webhook's.
         const webhook = pinged.get(o.webhookId);
         if (!webhook) continue;
-        jobs.push({ ...common, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode: webhook.modo });
+        jobs.push({ ...common, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode: webhook.mode });
         continue;
       }
       const event = events.get(o.eventId);

@@ -1,7 +1,8 @@
 import { createPeriodicTask, type Logger } from '@svc/observability';
 import type { Db } from '@svc/schema';
-import { REMOVAL_START, removeEndedDeliveries } from '../deliveries/delivery.repository';
-import { removeDeliveredEvents } from '../events/event.repository';
+import { removeEndedDeliveries } from '../deliveries/delivery.repository';
+import { REMOVAL_START } from '../support/removal-cursor';
+import { removeDeliveredEvents } from '../outbox/outbox.repository';
 
 /** The tables the dispatcher's retention removes from: the bounded label of its counter. */
 export type RetainedTable = 'entregas' | 'entrega_intentos' | 'outbox';
@@ -24,41 +25,39 @@ export interface RetentionOptions {
   retentionDays: number;
   /** Counts the rows removed, by table. */
   removed?: (table: RetainedTable, n: number) => void;
-  /** Between two passes. Default 10 minutes. */
+  /** Between two passes. Default INTERVAL_MS. */
   intervalMs?: number;
-  /** Before the first pass, so a starting dispatcher serves its backlog first. Default 60 s. */
+  /** Before the first pass. Default FIRST_DELAY_MS. */
   firstDelayMs?: number;
-  /** Rows per statement. Default 5000. */
+  /** Rows per statement. Default BATCH_SIZE. */
   batchSize?: number;
-  /** Pause between two statements, so deliveries get Postgres between batches. Default 50 ms. */
+  /** Pause between two statements. Default PAUSE_MS. */
   pauseMs?: number;
 }
+
+/** Between two passes: rows come of age slowly, and a pass that finds little costs little. */
+const INTERVAL_MS = 10 * 60_000;
+/** Before the first pass, so a starting dispatcher serves its backlog first. */
+const FIRST_DELAY_MS = 60_000;
+/** Rows per statement: each stays short, so its row locks never hold up a delivery for long. */
+const BATCH_SIZE = 5000;
+/** Between two statements, so deliveries get Postgres between batches. */
+const PAUSE_MS = 50;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Bounds the dispatcher's tables (RETENTION_DAYS): small batched deletes on `(created_at, id)` indexes,
- * not daily partitions. Why: partitioning `entregas` and `outbox` would change their primary keys
- * (a partition key must be in every unique index, so the unique (evento_id, webhook_id) index and
- * the `reenvio_de` self-reference would have to go or change) and needs a migration that rewrites
- * both tables and a job creating partitions ahead; a dropped partition would also take pending
- * deliveries and events not fanned out with it, which must stay whatever their age. Batches of a
- * few thousand rows, each its own short statement that skips locked rows, hold row locks briefly
- * and never wait on a delivery; the pause between batches leaves Postgres to the deliveries. Each
- * table is walked once per pass along its (created_at, id) index with a keyset cursor, so the
- * rows a pass leaves (pending, locked) and the dead index entries of its earlier batches are not
- * scanned again batch after batch. The cost is measured in bench/retention (bench/README.md). Dropping partitions would
- * be cheaper at hundreds of millions of rows a day; the design can move to it when that is the load.
- *
- * Deliveries go first, then the events no delivery names any longer, so one pass removes both.
- * Any number of dispatchers may run it at once: skip locked splits the rows between them.
+ * Bounds the dispatcher's tables (RETENTION_DAYS) with small batched deletes along their
+ * `(created_at, id)` indexes, not by dropping partitions (docs/decisions/0002-retention-by-batched-deletes.md).
+ * Deliveries go first, then the events no delivery names any longer, so one pass removes both; any
+ * number of dispatchers may run it at once, as skip locked splits the rows between them.
  */
 export function createRetention(options: RetentionOptions): Retention {
   const { db, logger, retentionDays } = options;
-  const intervalMs = options.intervalMs ?? 600_000;
-  const firstDelayMs = options.firstDelayMs ?? 60_000;
-  const batchSize = options.batchSize ?? 5000;
-  const pauseMs = options.pauseMs ?? 50;
+  const intervalMs = options.intervalMs ?? INTERVAL_MS;
+  const firstDelayMs = options.firstDelayMs ?? FIRST_DELAY_MS;
+  const batchSize = options.batchSize ?? BATCH_SIZE;
+  const pauseMs = options.pauseMs ?? PAUSE_MS;
   const removed = options.removed ?? (() => undefined);
   // runOnce is a function declaration (hoisted): the task may name it before its text.
   const task = createPeriodicTask({ name: 'retention', logger, intervalMs, firstDelayMs, run: runOnce });
@@ -74,8 +73,8 @@ export function createRetention(options: RetentionOptions): Retention {
     // Each table in one walk of its (created_at, id) index, batch after batch, up to the cutoff.
     for (let after = REMOVAL_START; ; ) {
       const batch = await removeEndedDeliveries(db, retentionDays, after, batchSize);
-      count('entregas', batch.entregas);
-      count('entrega_intentos', batch.intentos);
+      count('entregas', batch.deliveries);
+      count('entrega_intentos', batch.attempts);
       if (batch.seen < batchSize || task.stopped()) break;
       after = batch.next;
       await sleep(pauseMs);

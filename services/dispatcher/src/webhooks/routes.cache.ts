@@ -1,11 +1,12 @@
 import type { Modo, ShipmentEvent } from '@svc/schema';
 
-/** What decides an event's routes within its company: its mode, its branch and its name. */
+/** What decides an event's routes: its company, and within it its mode, its branch and its name. */
 export interface RouteKey {
-  empresaId: string;
+  companyId: string;
   mode: Modo;
-  sucursalId: string | null;
-  evento: ShipmentEvent;
+  /** The branch that generated the event, or null for the company. */
+  branchId: string | null;
+  event: ShipmentEvent;
 }
 
 export interface RoutesCache<W> {
@@ -31,27 +32,27 @@ interface Company<W> {
 }
 
 /**
- * The fan-out's routes in memory, by company and webhook count (issue 16): at a moderate rate the
- * read of `webhooks` for every event was one more round trip, and one more wake-up, per delivery.
- * Exact because each event carries its company's count as its own transaction read it (the
- * `webhook_versions` trigger adds one with every change that routes or signs), and a company's
- * routes are only ever replaced by a later read. Every dispatcher holds its own; none is shared.
+ * The fan-out's routes in memory, by company and webhook count: at a moderate rate a read of
+ * `webhooks` for every event was one more round trip, and one more wake-up, per delivery. Exact
+ * because each event carries its company's count as its own transaction read it (the
+ * `webhook_versions` trigger adds one with every change of WEBHOOK_VERSIONED_COLUMNS), and a
+ * company's routes are only ever replaced by a later read. Every dispatcher holds its own.
  */
 export function createRoutesCache<W>(limits: RoutesCacheLimits): RoutesCache<W> {
   const companies = new Map<string, Company<W>>();
-  const keyOf = (k: RouteKey): string => `${k.mode}|${k.sucursalId ?? ''}|${k.evento}`;
+  const keyOf = (k: RouteKey): string => `${k.mode}|${k.branchId ?? ''}|${k.event}`;
 
   return {
     get(key, atLeast) {
-      const company = companies.get(key.empresaId);
+      const company = companies.get(key.companyId);
       if (company === undefined || company.version < atLeast) return undefined;
       // Most recently used last: a Map iterates in insertion order, so the first is the one to drop.
-      companies.delete(key.empresaId);
-      companies.set(key.empresaId, company);
+      companies.delete(key.companyId);
+      companies.set(key.companyId, company);
       return company.byKey.get(keyOf(key));
     },
     put(key, version, routes) {
-      let company = companies.get(key.empresaId);
+      let company = companies.get(key.companyId);
       if (company !== undefined && version < company.version) return;
       if (company === undefined || version > company.version) {
         company = { version, byKey: new Map() };
@@ -59,8 +60,8 @@ export function createRoutesCache<W>(limits: RoutesCacheLimits): RoutesCache<W> 
         company.byKey.clear();
       }
       company.byKey.set(keyOf(key), routes);
-      companies.delete(key.empresaId);
-      companies.set(key.empresaId, company);
+      companies.delete(key.companyId);
+      companies.set(key.companyId, company);
       if (companies.size > limits.companies) {
         const oldest = companies.keys().next();
         if (!oldest.done) companies.delete(oldest.value);

@@ -1,16 +1,12 @@
 import { sql, type RawBuilder } from 'kysely';
-import { previousSecretOf, type Db, type Modo, type ShipmentEvent } from '@svc/schema';
+import { WEBHOOK_TARGET_COLUMNS, webhookTargetOf, type Db, type WebhookTarget, type WebhookTargetRow } from '@svc/schema';
+import type { RouteKey } from './routes.cache';
 
 /** The dispatcher's reads of `webhooks`: where an event goes, and where and how to send it. */
 
-export interface RoutableEvent {
+/** An event to route: its id and what decides its routes (the mode of its shipment among them). */
+export interface RoutableEvent extends RouteKey {
   eventId: string;
-  evento: ShipmentEvent;
-  empresaId: string;
-  /** The branch that generated the event, or null for the company. */
-  sucursalId: string | null;
-  /** The mode of the event's shipment: only webhooks of this mode receive it. */
-  mode: Modo;
 }
 
 /**
@@ -30,14 +26,14 @@ export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<Nul
     select ev.event_id, coalesce(wv.version, 0) as webhooks_version, w.*
     from unnest(
       ${sql.val(events.map((e) => e.eventId))}::uuid[],
-      ${sql.val(events.map((e) => e.evento))}::text[],
-      ${sql.val(events.map((e) => e.empresaId))}::uuid[],
-      ${sql.val(events.map((e) => e.sucursalId))}::uuid[],
+      ${sql.val(events.map((e) => e.event))}::text[],
+      ${sql.val(events.map((e) => e.companyId))}::uuid[],
+      ${sql.val(events.map((e) => e.branchId))}::uuid[],
       ${sql.val(events.map((e) => e.mode))}::text[]
     ) as ev(event_id, evento, empresa_id, sucursal_id, modo)
     left join webhook_versions wv on wv.empresa_id = ev.empresa_id
     left join lateral (
-      select w.id, w.url, w.secret, w.secreto_anterior, w.secreto_anterior_expira_en, w.activo, w.modo
+      select ${sql.join(WEBHOOK_TARGET_COLUMNS.map((c) => sql.ref(`w.${c}`)))}
       from webhooks w
       where w.empresa_id = ev.empresa_id
         and w.modo = ev.modo
@@ -50,54 +46,19 @@ export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<Nul
     ) w on true`;
 }
 
-export interface WebhookTarget {
-  id: string;
-  url: string;
-  /** The signing key: never log it. */
-  secret: string;
-  /**
-   * The secret before the last rotation and the end of its overlap, during which it signs beside
-   * `secret` (the sender compares the end with each attempt's time); null when there is none.
-   */
-  previousSecret: { secret: string; expiresAt: Date } | null;
-  activo: boolean;
-  /** Its mode; a PING's `X-SVC-Modo`. */
-  modo: Modo;
-}
-
-/** A webhook's columns that make its target. */
-export interface WebhookRow {
-  id: string;
-  url: string;
-  secret: string;
-  secreto_anterior: string | null;
-  secreto_anterior_expira_en: Date | null;
-  activo: boolean;
-  modo: Modo;
-}
-
 /** The columns of a left join's right side: every one null where the row had no match. */
 export type NullableColumns<T> = { [K in keyof T]: T[K] | null };
 
 /** A routing row's webhook: every column null where the event goes nowhere. */
-export type NullableWebhookRow = NullableColumns<WebhookRow>;
-
-export const targetOf = (r: WebhookRow): WebhookTarget => ({
-  id: r.id,
-  url: r.url,
-  secret: r.secret,
-  previousSecret: previousSecretOf(r),
-  activo: r.activo,
-  modo: r.modo,
-});
+export type NullableWebhookRow = NullableColumns<WebhookTargetRow>;
 
 /** The targets of a batch of webhooks, in one query; unknown ids are simply absent. */
 export async function findWebhookTargets(db: Db, ids: readonly string[]): Promise<Map<string, WebhookTarget>> {
   if (ids.length === 0) return new Map();
   const rows = await db
     .selectFrom('webhooks')
-    .select(['id', 'url', 'secret', 'secreto_anterior', 'secreto_anterior_expira_en', 'activo', 'modo'])
+    .select(WEBHOOK_TARGET_COLUMNS)
     .where('id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
     .execute();
-  return new Map(rows.map((r) => [r.id, targetOf(r)]));
+  return new Map(rows.map((r) => [r.id, webhookTargetOf(r)]));
 }

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { AttemptErrorClass, Db, DeliveryState, EventName, Modo, ShipmentEventData, Transaction } from '@svc/schema';
+import { insertDeliveryAttempts, type AttemptErrorClass, type Db, type DeliveryState, type EventName, type Modo, type ShipmentEventData, type Transaction } from '@svc/schema';
 
 /**
  * The gateway's side of deliveries (`entregas`, `entrega_intentos`): the PING it records, the
@@ -42,8 +42,7 @@ export async function insertPingDelivery(db: Db, ping: { id: string; webhookId: 
       values (${ping.id}, ${ping.webhookId}, null, 'PING', ${ping.ok ? 'exitosa' : 'fallida'}, ${ping.ok}, ${a.statusCode}, 1, ${a.fecha}, ${a.fecha})
       returning id
     )
-    insert into entrega_intentos (entrega_id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta)
-    select id, 1, ${a.fecha}, ${a.statusCode}, ${a.duracionMs}, ${a.error}, ${a.mensaje}, ${a.respuesta} from delivery
+    ${insertDeliveryAttempts([{ deliveryId: ping.id, attempt: 1, at: a.fecha, statusCode: a.statusCode, durationMs: a.duracionMs, error: a.error, message: a.mensaje, response: a.respuesta }], 'delivery')}
   `.execute(db);
 }
 

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { RemovalCursor } from '../deliveries/delivery.repository';
+import type { RemovalCursor } from '../support/removal-cursor';
 import { EVENT_JOB_COLUMNS, eventJobOf, type Db, type OutboxRow, type ShipmentEventJob, type Transaction } from '@svc/schema';
 
 /**

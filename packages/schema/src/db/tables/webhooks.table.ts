@@ -1,0 +1,53 @@
+import type { Selectable } from 'kysely';
+import { previousSecretOf, type PreviousSecret } from '../../previous-secret';
+import type { Modo, WebhooksTable } from '../types';
+
+/**
+ * What both services must agree on about `webhooks`: the columns that decide where an event goes
+ * and how it is sent and signed, and the target they make.
+ */
+
+type WebhookColumn = keyof WebhooksTable;
+
+/** The columns that decide which events reach a webhook: its company, branch, mode, subscription and state. */
+export const WEBHOOK_ROUTING_COLUMNS = ['empresa_id', 'sucursal_id', 'modo', 'eventos', 'activo'] as const satisfies readonly WebhookColumn[];
+
+/** The columns that make a webhook's target: where its deliveries go and the secrets that sign them. */
+export const WEBHOOK_TARGET_COLUMNS = ['id', 'url', 'secret', 'secreto_anterior', 'secreto_anterior_expira_en', 'activo', 'modo'] as const satisfies readonly WebhookColumn[];
+
+/**
+ * Every column whose change alters a company's routes or targets: the column list of the
+ * `webhook_versions` trigger, which a test holds equal to this. A new routing or signing column
+ * goes in one of the lists above and, in its migration, into the trigger.
+ */
+export const WEBHOOK_VERSIONED_COLUMNS: readonly WebhookColumn[] = [...new Set<WebhookColumn>([...WEBHOOK_ROUTING_COLUMNS, ...WEBHOOK_TARGET_COLUMNS])].filter(
+  (c) => c !== 'id', // a key, never updated
+);
+
+/** A webhook's target columns, as read. */
+export type WebhookTargetRow = Pick<Selectable<WebhooksTable>, (typeof WEBHOOK_TARGET_COLUMNS)[number]>;
+
+/** Where and how a webhook's deliveries are sent. */
+export interface WebhookTarget {
+  id: string;
+  url: string;
+  /** The signing key: never log it. */
+  secret: string;
+  /**
+   * The secret before the last rotation and the end of its overlap, during which it signs beside
+   * `secret` (the sender compares the end with each attempt's time); null when there is none.
+   */
+  previousSecret: PreviousSecret | null;
+  active: boolean;
+  /** Its mode: only events of this mode reach it; a PING's `X-SVC-Modo`. */
+  mode: Modo;
+}
+
+export const webhookTargetOf = (r: WebhookTargetRow): WebhookTarget => ({
+  id: r.id,
+  url: r.url,
+  secret: r.secret,
+  previousSecret: previousSecretOf(r),
+  active: r.activo,
+  mode: r.modo,
+});

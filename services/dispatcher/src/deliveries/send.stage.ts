@@ -1,0 +1,63 @@
+import { DELIVERY_MAX_ATTEMPTS, retryDelayMs, type DeliveryState } from '@svc/schema';
+import { attemptDelivery, type AttemptOutcome } from '@svc/webhook-sender';
+import type { DeliveryContext } from './delivery.context';
+import type { Deferred, Ready, Sent } from './delivery.states';
+
+/**
+ * Stage two: the attempt, if its webhook has a free slot (webhook-slots.limiter.ts); otherwise it
+ * is deferred until the webhook's likely turn, no attempt spent. A receiver's failure is an
+ * outcome like any other, with the due time of the next attempt when one remains; only a fault of
+ * the sender itself throws.
+ */
+export async function send(ctx: DeliveryContext, ready: Ready): Promise<Sent | Deferred> {
+  const { delivery, target } = ready;
+  const admission = await ctx.slots.acquire(delivery.webhookId);
+  if (!('slot' in admission)) {
+    ctx.metrics.deferrals.inc({ reason: admission.reason });
+    return { ...ready, stage: 'deferred', until: admission.deferUntil, reason: admission.reason };
+  }
+  const { slot } = admission;
+  const outcome: AttemptOutcome = await attemptDelivery(ctx.sender, {
+    url: target.url,
+    secret: target.secret,
+    previousSecret: target.previousSecret,
+    deliveryId: delivery.deliveryId,
+    eventId: delivery.eventId,
+    event: delivery.evento,
+    data: delivery.data,
+    sequence: delivery.sequence ?? null,
+    mode: delivery.mode ?? 'live',
+  }).then(
+    (o) => {
+      slot.release(o);
+      return o;
+    },
+    (err: unknown) => {
+      slot.release({ ok: false, durationMs: 0 });
+      throw err;
+    },
+  );
+  const endedAt = Date.now();
+  ctx.metrics.attempt(outcome.result, outcome.durationMs);
+
+  const last = outcome.ok || delivery.attempt >= DELIVERY_MAX_ATTEMPTS;
+  const state: DeliveryState = outcome.ok ? 'exitosa' : last ? 'fallida' : 'pendiente';
+  return {
+    ...ready,
+    stage: 'sent',
+    outcome,
+    endedAt,
+    record: {
+      deliveryId: delivery.deliveryId,
+      attempt: delivery.attempt,
+      at: new Date(outcome.timestamp),
+      statusCode: outcome.statusCode,
+      durationMs: outcome.durationMs,
+      error: outcome.error,
+      message: outcome.message,
+      response: outcome.response,
+      state,
+      nextAt: last ? null : new Date(endedAt + retryDelayMs(delivery.attempt)),
+    },
+  };
+}

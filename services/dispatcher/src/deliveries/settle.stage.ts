@@ -1,0 +1,76 @@
+import { DelayedError } from 'bullmq';
+import { bulkJobs, JOBS, type DeliveryJob } from '@svc/schema';
+import type { DeliveryContext } from './delivery.context';
+import type { DeliveryStep, Recorded } from './delivery.states';
+
+/**
+ * Stage four, once the record stands: a made attempt's metrics and log line, and its next
+ * attempt's job; a deferred attempt's job at its webhook's turn. An attempt another run recorded
+ * first settles as that run's: nothing more is done here.
+ */
+export async function settle(ctx: DeliveryContext, recorded: Recorded): Promise<DeliveryStep> {
+  if (!recorded.recorded) return 'duplicate';
+  const { delivery } = recorded;
+
+  if (recorded.stage === 'deferred') {
+    if (recorded.ownJob === null) {
+      await queueAttempt(ctx, delivery, recorded.until);
+      return 'deferred';
+    }
+    // Its own job goes back to the delayed set until its turn (which takes the worker's lock);
+    // DelayedError tells BullMQ so, spending none of the job's attempts.
+    const { job, token } = recorded.ownJob;
+    await job.moveToDelayed(recorded.until, token);
+    throw new DelayedError();
+  }
+
+  const { outcome, endedAt, record } = recorded;
+  const fields = {
+    intentos: delivery.attempt,
+    statusCode: outcome.statusCode,
+    result: outcome.result,
+    durationMs: Math.round(outcome.durationMs),
+    ...(outcome.ok ? {} : { error: outcome.error, reason: outcome.message }),
+  };
+  if (outcome.ok) {
+    ctx.metrics.eventToDelivery.observe(Math.max(0, endedAt - Date.parse(delivery.committedAt)) / 1000);
+    finished(ctx, delivery, 'success', fields);
+    return 'success';
+  }
+  if (record.nextAt === null) {
+    finished(ctx, delivery, 'failure', fields);
+    return 'failure';
+  }
+  ctx.logger.debug({ deliveryId: delivery.deliveryId, webhookId: delivery.webhookId, requestId: delivery.requestId, ...fields }, 'attempt failed; will retry');
+  await queueAttempt(ctx, { ...delivery, attempt: delivery.attempt + 1 }, record.nextAt.getTime());
+  return 'retry';
+}
+
+/** A delivery ended: counted once, and its log line (a success's at debug: it is counted and in the delivery log). */
+export function finished(ctx: DeliveryContext, delivery: DeliveryJob, outcome: 'success' | 'failure', fields: Record<string, unknown>): void {
+  ctx.metrics.delivered(delivery.evento, outcome);
+  const line = {
+    deliveryId: delivery.deliveryId,
+    eventId: delivery.eventId,
+    requestId: delivery.requestId,
+    webhookId: delivery.webhookId,
+    evento: delivery.evento,
+    outcome,
+    ...fields,
+  };
+  if (outcome === 'success') ctx.logger.debug(line, 'delivery finished');
+  else ctx.logger.warn(line, 'delivery failed');
+}
+
+/**
+ * Queues the job of attempt `delivery.attempt` for `at`; its record already says when it is due,
+ * so if Redis refuses it the reconciler queues it once it is overdue.
+ */
+async function queueAttempt(ctx: DeliveryContext, delivery: DeliveryJob, at: number): Promise<void> {
+  const { fresh: _fresh, ...job } = delivery;
+  try {
+    await ctx.deliveryQueue.addBulk(bulkJobs(JOBS.delivery, [job], { delay: Math.max(0, at - Date.now()) }));
+  } catch (err) {
+    ctx.logger.warn({ deliveryId: delivery.deliveryId, attempt: delivery.attempt, err: (err as Error).message }, 'attempt not queued; the reconciler will');
+  }
+}
