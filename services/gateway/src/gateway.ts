@@ -4,10 +4,11 @@ import { closeServer, connectRedis, createLogger, createStopStack, listen, serve
 import { JOBS, lateExtraCaCerts, openDatabase, queueFor, systemClock, type Clock } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
-import { createApp } from './app';
+import { createAdminApp, createApp } from './app';
 import { answerClientErrors } from './http/client-error.handler';
 import type { GatewayDeps } from './deps';
 import { TokenCache } from './auth/token-cache';
+import { AdminAuthLimiter } from './auth/admin-auth.limiter';
 import { RateLimiter } from './rate-limit/rate-limiter';
 import { createGatewayMetrics } from './observability/gateway-metrics';
 import { createOutboxRelay, type OutboxRelayOptions } from './outbox/outbox.relay';
@@ -24,10 +25,14 @@ export interface GatewayOptions {
 
 export interface RunningGateway {
   deps: GatewayDeps;
+  /** The public listener (PORT). */
   server: Server;
   metricsServer: Server;
   port: number;
   metricsPort: number;
+  /** With ADMIN_PORT: the listener that alone serves `/internal/v1`, and its port. */
+  adminServer: Server | undefined;
+  adminPort: number | undefined;
   /** Removes idempotency keys past RETENTION_DAYS, every 10 minutes. */
   idempotencyRetention: IdempotencyRetention;
   /** Undoes start in reverse order; each step on its own, so one failure does not skip the rest. */
@@ -102,6 +107,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       redis,
       tokenCache,
       rateLimiter: new RateLimiter(redis, config.redisPrefix, config.rateLimitPerMinute),
+      adminAuthLimiter: new AdminAuthLimiter(redis, config.redisPrefix),
       outboxRelay,
       resendRelay,
       sender,
@@ -112,20 +118,30 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
 
     const { server: metricsServer, port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis }, undo);
 
-    const server = createServer(deps);
+    // The operator's door first: the public port never serves a moment without its 404 for it.
+    const separateAdmin = config.adminPort !== undefined;
+    let adminServer: Server | undefined;
+    let adminPort: number | undefined;
+    if (config.adminPort !== undefined) {
+      const admin = createServer(createAdminApp(deps), deps);
+      adminPort = await listen(admin, config.adminPort, config.adminHost);
+      adminServer = admin;
+      undo.push('admin http server', () => closeServer(admin));
+    }
+
+    const server = createServer(createApp(deps, { internal: !separateAdmin }), deps);
     const port = await listen(server, config.port);
     undo.push('http server', () => closeServer(server));
 
-    logger.info({ port, metricsPort }, 'gateway listening');
-    return { deps, server, metricsServer, port, metricsPort, idempotencyRetention, stop };
+    logger.info({ port, metricsPort, ...(separateAdmin ? { adminPort, adminHost: config.adminHost } : {}) }, 'gateway listening');
+    return { deps, server, metricsServer, port, metricsPort, adminServer, adminPort, idempotencyRetention, stop };
   } catch (err) {
     await stop();
     throw err;
   }
 }
 
-function createServer(deps: GatewayDeps): Server {
-  const app = createApp(deps);
+function createServer(app: ReturnType<typeof createApp>, deps: GatewayDeps): Server {
   // Node's own Host check answers an empty 400; the access log refuses it with the envelope instead.
   const server = createHttpServer({ keepAliveTimeout: 65_000, requireHostHeader: false }, app);
   server.headersTimeout = 66_000;

@@ -1,5 +1,8 @@
-import type { RequestHandler } from 'express';
+import type { NextFunction, RequestHandler } from 'express';
+import type { Logger } from '@svc/observability';
 import { AppError, type Db } from '@svc/schema';
+import type { AdminAuthLimiter } from './admin-auth.limiter';
+import { ADMIN_TOKEN_CHARS } from '../config';
 import { hashToken, TOKEN_PREFIX } from './token';
 import type { TokenCache } from './token-cache';
 import { findPrincipalByHash } from './token.repository';
@@ -52,14 +55,54 @@ export function authenticate(db: Db, cache: TokenCache, events: AuthEvents): Req
   };
 }
 
-/** The internal routes' guard: `Bearer <ADMIN_TOKEN>`, compared in constant time; unset = closed. */
-export function adminOnly(adminToken: string | undefined, compare: (a: string, b: string) => boolean): RequestHandler {
-  return (req, _res, next) => {
-    const header = req.headers.authorization;
-    const value = header === undefined ? undefined : bearerValue(header);
-    if (!adminToken || value === undefined || !compare(value, adminToken)) {
+export interface AdminGuardOptions {
+  /** ADMIN_TOKEN; unset = every internal route answers 401. */
+  token: string | undefined;
+  /** A constant-time comparison. */
+  compare: (a: string, b: string) => boolean;
+  limiter: AdminAuthLimiter;
+  logger: Logger;
+}
+
+/**
+ * The internal routes' guard: `Bearer <ADMIN_TOKEN>`, compared in constant time; unset = closed.
+ * Each guess (a bearer value that could be the token) is counted per client address before it is
+ * compared (AdminAuthLimiter): past the limit, 429 until the window ends, whatever the token, so a
+ * guesser learns nothing more. What cannot be the token (no header, another scheme, a value with
+ * characters no ADMIN_TOKEN has) is refused at once, uncounted: it is no guess, and a refusal
+ * written in the request's own tick reaches even a request line Node drops the socket after (a
+ * `PRI` line, which the parser fuzz sends). Every failure is logged at warn level with the client's
+ * address, never the value.
+ */
+export function adminOnly(options: AdminGuardOptions): RequestHandler {
+  const { token, compare, limiter, logger } = options;
+  const guess = async (value: string, token: string, where: { address: string }, next: NextFunction): Promise<void> => {
+    const attempt = await limiter.attempt(where.address);
+    if (!attempt.allowed) {
+      // Once per window: the first refusal says the address is held; the rest would only repeat it.
+      if (attempt.failed() === limiter.limit + 1) logger.warn({ ...where, limit: limiter.limit }, 'admin authentication limited');
+      throw new AppError('RATE_LIMIT_EXCEEDED', 'too many failed admin authentications from this address; retry later', {
+        'Retry-After': String(attempt.retryAfterSeconds),
+      });
+    }
+    if (!compare(value, token)) {
+      logger.warn({ ...where, reason: 'wrong', failures: attempt.failed() }, 'admin authentication failed');
       throw unauthorized('a valid admin token is required');
     }
+    await attempt.succeeded();
     next();
+  };
+  // Not an async function: the refusals that need no Redis are thrown in the request's own tick.
+  return (req, _res, next) => {
+    // Closed: nothing to guess, nothing to count (each start already warns that it is unset).
+    if (!token) throw unauthorized('a valid admin token is required');
+    const where = { address: req.socket.remoteAddress ?? 'unknown', requestId: req.requestId, method: req.method, path: req.path };
+    const header = req.headers.authorization;
+    const value = header === undefined ? undefined : bearerValue(header);
+    if (value === undefined || !ADMIN_TOKEN_CHARS.test(value)) {
+      logger.warn({ ...where, reason: header === undefined ? 'missing' : value === undefined ? 'scheme' : 'malformed' }, 'admin authentication failed');
+      throw unauthorized('a valid admin token is required');
+    }
+    return guess(value, token, where, next);
   };
 }

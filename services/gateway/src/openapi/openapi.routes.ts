@@ -17,7 +17,7 @@ export const OPENAPI_PATH = '/openapi.json';
  */
 export function openApiRouter(): Router {
   const body = JSON.stringify(document);
-  const router = Router({ strict: false });
+  const router = Router({ caseSensitive: true, strict: false });
   route(router, OPENAPI_PATH, {
     get: (_req, res) => {
       res.setHeader('Cache-Control', 'public, max-age=300');
