@@ -10,7 +10,7 @@ import { mountCompanyRoutes } from './companies/company.routes';
 import { mountCompanyInternalRoutes } from './companies/company.internal-routes';
 import { mountShipmentRoutes, mountShipmentInternalRoutes } from './shipments/shipment.routes';
 import { mountWebhookRoutes, mountWebhookInternalRoutes } from './webhooks/webhook.routes';
-import { openApiRouter } from './openapi/openapi.routes';
+import { mountInternalOpenApi, openApiRouter } from './openapi/openapi.routes';
 import type { GatewayDeps } from './deps';
 
 /**
@@ -40,6 +40,7 @@ function mountInternal(app: Express, deps: GatewayDeps): void {
   mountCompanyInternalRoutes(internal, deps);
   mountShipmentInternalRoutes(internal, deps);
   mountWebhookInternalRoutes(internal, deps);
+  mountInternalOpenApi(internal);
   internal.use(notFound);
   // The internal routes keep their guards on the mount: they are no hot path.
   const guard = adminOnly({ token: deps.config.adminToken, compare: safeEqual, limiter: deps.adminAuthLimiter, logger: deps.logger });
