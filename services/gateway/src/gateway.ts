@@ -15,6 +15,7 @@ import { createOutboxRelay, type OutboxRelayOptions } from './outbox/outbox.rela
 import { pendingStats } from './outbox/outbox.repository';
 import { createResendRelay } from './webhooks/resend.relay';
 import { createIdempotencyRetention, type IdempotencyRetention } from './idempotency/idempotency.retention';
+import { createActivityRetention, type ActivityRetention } from './activity/activity.retention';
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -35,6 +36,8 @@ export interface RunningGateway {
   adminPort: number | undefined;
   /** Removes idempotency keys past RETENTION_DAYS, every 10 minutes. */
   idempotencyRetention: IdempotencyRetention;
+  /** Removes activity entries past RETENTION_DAYS, every hour. */
+  activityRetention: ActivityRetention;
   /** Undoes start in reverse order; each step on its own, so one failure does not skip the rest. */
   stop(): Promise<void>;
 }
@@ -93,6 +96,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const idempotencyRetention = createIdempotencyRetention({ db, logger, retentionDays: config.retentionDays });
     idempotencyRetention.start();
     undo.push('idempotency retention', () => idempotencyRetention.stop());
+    const activityRetention = createActivityRetention({ db, logger, retentionDays: config.retentionDays });
+    activityRetention.start();
+    undo.push('activity retention', () => activityRetention.stop());
 
     const sender = createWebhookSender({
       hostMap: config.dispatchHostMap,
@@ -134,7 +140,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     undo.push('http server', () => closeServer(server));
 
     logger.info({ port, metricsPort, ...(separateAdmin ? { adminPort, adminHost: config.adminHost } : {}) }, 'gateway listening');
-    return { deps, server, metricsServer, port, metricsPort, adminServer, adminPort, idempotencyRetention, stop };
+    return { deps, server, metricsServer, port, metricsPort, adminServer, adminPort, idempotencyRetention, activityRetention, stop };
   } catch (err) {
     await stop();
     throw err;

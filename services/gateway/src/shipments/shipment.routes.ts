@@ -5,6 +5,7 @@ import { route } from '../http/route-table';
 import { idempotencyRequest } from '../idempotency/idempotency';
 import { createShipments, listPage, scopeOf, simulateTransition, tracking, transitionShipment, type CreateAnswer } from './shipment.service';
 import { sendJson } from '../http/send-json';
+import { OPERATOR } from '../activity/activity.repository';
 
 function principalOf(req: Request) {
   return req.principal!;
@@ -61,7 +62,7 @@ export function mountShipmentInternalRoutes(router: Router, deps: GatewayDeps): 
   route(router, '/guias/:numeroGuia/eventos', {
     post: async (req, res) => {
       const body = validateGuiaEvento(req.body);
-      const data = await transitionShipment(deps, String(req.params.numeroGuia), body, req.requestId);
+      const data = await transitionShipment(deps, String(req.params.numeroGuia), body, req.requestId, undefined, OPERATOR);
       sendJson(res, 200, { success: true, data });
     },
   });

@@ -14,6 +14,7 @@ import {
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
 import { insertEvents } from '../outbox/outbox.repository';
+import { recordActivity } from '../activity/activity.repository';
 import { idempotent, type IdempotencyRequest, type IdempotentAnswer } from '../idempotency/idempotency';
 import { readAllowance } from '../companies/company.repository';
 import { pageParams } from '../http/query-params';
@@ -258,6 +259,8 @@ export async function transitionShipment(
   req: GuiaEventoRequest,
   requestId: string,
   scope?: ShipmentScope,
+  /** Who moved it, for the activity log (the courier's internal route: OPERATOR); none: not logged. */
+  usuario?: string,
 ): Promise<{ numeroGuia: string; estado: Estado }> {
   if (req.fechaEntrega !== undefined && req.evento !== 'GUIA_ENTREGADA') {
     throw new AppError('VALIDATION_ERROR', 'fechaEntrega is accepted only with GUIA_ENTREGADA');
@@ -285,6 +288,15 @@ export async function transitionShipment(
     const jobs = await insertEvents(trx, [
       { evento: req.evento, empresaId: guia.empresa_id, sucursalId: guia.sucursal_id, data, requestId, sequence, mode: guia.modo },
     ]);
+    if (usuario !== undefined) {
+      await recordActivity(trx, {
+        empresaId: guia.empresa_id,
+        usuario,
+        accion: 'shipment.event',
+        sucursalId: guia.sucursal_id,
+        detalle: { numeroGuia: guia.numero_guia, evento: req.evento, estado },
+      });
+    }
     return { numeroGuia: guia.numero_guia, estado, jobs };
   });
   deps.outboxRelay.notify(result.jobs);

@@ -19,6 +19,7 @@ import {
   webhookDetail,
 } from './webhook.service';
 import { sendJson } from '../http/send-json';
+import { API_USER, OPERATOR } from '../activity/activity.repository';
 
 function principalOf(req: Request) {
   return req.principal!;
@@ -37,7 +38,7 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
       const principal = principalOf(req);
       requireHead(principal);
       const body = validateWebhookCreate(req.body);
-      const data = await createWebhook(deps, { empresaId: principal.empresa.id, sucursalId: null, modo: principal.modo }, body);
+      const data = await createWebhook(deps, { empresaId: principal.empresa.id, sucursalId: null, modo: principal.modo }, body, API_USER);
       sendJson(res, 201, { success: true, data });
     },
     get: async (req, res) => {
@@ -55,13 +56,13 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
       const principal = principalOf(req);
       requireHead(principal);
       const body = validateWebhookPatch(req.body);
-      const data = await patchWebhook(deps, scopeOf(principal), String(req.params.id), body);
+      const data = await patchWebhook(deps, scopeOf(principal), String(req.params.id), body, API_USER);
       sendJson(res, 200, { success: true, data });
     },
     delete: async (req, res) => {
       const principal = principalOf(req);
       requireHead(principal);
-      const data = await deleteWebhook(deps, scopeOf(principal), String(req.params.id));
+      const data = await deleteWebhook(deps, scopeOf(principal), String(req.params.id), API_USER);
       sendJson(res, 200, { success: true, data });
     },
   });
@@ -106,7 +107,7 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
       requireHead(principal);
       // The body is optional: no body rotates with the default overlap.
       const body = validateSecretRotation(req.body ?? {});
-      const data = await rotateWebhookSecret(deps, scopeOf(principal), String(req.params.id), body);
+      const data = await rotateWebhookSecret(deps, scopeOf(principal), String(req.params.id), body, API_USER);
       sendJson(res, 200, { success: true, data });
     },
   });
@@ -128,7 +129,7 @@ export function mountWebhookInternalRoutes(router: Router, deps: GatewayDeps): v
       const body = validateWebhookCreate(req.body);
       const empresa = await requireCompany(deps.db, String(req.params.id));
       const sucursal = await requireBranch(deps.db, empresa.id, String(req.params.sid));
-      const data = await createWebhook(deps, { empresaId: empresa.id, sucursalId: sucursal.id, modo: 'live' }, body);
+      const data = await createWebhook(deps, { empresaId: empresa.id, sucursalId: sucursal.id, modo: 'live' }, body, OPERATOR);
       sendJson(res, 201, { success: true, data });
     },
   });
