@@ -10,11 +10,10 @@ export const ADMIN_AUTH_FAILURES_PER_WINDOW = 10;
 export const ADMIN_AUTH_WINDOW_MS = 60_000;
 
 /**
- * Counts the attempt before the token is compared (INCR, and the window's expiry on the first), so
- * concurrent guesses cannot all pass a check made before any of them failed. Returns { attempts
- * in the window, ms left in it }. KEYS[1] = the address's counter.
+ * Counts one failure (INCR, and the window's expiry on the first) and returns { failures in the
+ * window, ms left in it }. KEYS[1] = the address's counter.
  */
-const ATTEMPT = `
+const FAILURE = `
 local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
@@ -25,26 +24,40 @@ end
 return {n, ttl}
 `;
 
-type RedisWithScript = RedisClient & { svcAdminAttempt(key: string, windowMs: number): Promise<[number, number]> };
+/** { failures in the window (0 without one), ms left in it }. KEYS[1] = the address's counter. */
+const STANDING = `
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+return {n, redis.call('PTTL', KEYS[1])}
+`;
 
-export interface AdminAttempt {
-  /** False: the address has used up its failures in this window; refuse without comparing. */
-  allowed: boolean;
+type Reply = [failures: number, ttlMs: number];
+type RedisWithScripts = RedisClient & {
+  svcAdminFailure(key: string, windowMs: number): Promise<Reply>;
+  svcAdminStanding(key: string): Promise<Reply>;
+};
+
+export interface AdminStanding {
+  /** The address has used up its failures in this window: refuse, whatever the token. */
+  held: boolean;
+  /** Failures in the window, this one included when it was one. */
+  failures: number;
   /** Whole seconds until the window ends (at least 1). */
   retryAfterSeconds: number;
-  /** Call when the token was wrong: how many failures the address has in the window. */
-  failed(): number;
-  /** Call when the token was right: the attempt is not counted against the address. */
-  succeeded(): Promise<void>;
 }
 
 /**
  * Failed authentications against `/internal/v1` per client address, in Redis so that every gateway
  * instance counts the same failures. The address is the TCP peer's: no `X-Forwarded-For` is
  * believed, so a client cannot choose its own.
+ *
+ * The token is compared first; then a wrong one is counted in one atomic step that also says
+ * whether the window is used up, and a right one only reads the count. So at most `limit` wrong
+ * guesses per window are ever answered 401 (concurrent ones included: each takes its own count), a
+ * held address learns nothing (a right token gets the same 429), and right tokens, however many at
+ * once, never use the window up.
  */
 export class AdminAuthLimiter {
-  private readonly redis: RedisWithScript;
+  private readonly redis: RedisWithScripts;
 
   constructor(
     redis: RedisClient,
@@ -52,25 +65,32 @@ export class AdminAuthLimiter {
     readonly limit = ADMIN_AUTH_FAILURES_PER_WINDOW,
     private readonly windowMs = ADMIN_AUTH_WINDOW_MS,
   ) {
-    if (!('svcAdminAttempt' in redis)) redis.defineCommand('svcAdminAttempt', { numberOfKeys: 1, lua: ATTEMPT });
-    this.redis = redis as RedisWithScript;
+    if (!('svcAdminFailure' in redis)) {
+      redis.defineCommand('svcAdminFailure', { numberOfKeys: 1, lua: FAILURE });
+      redis.defineCommand('svcAdminStanding', { numberOfKeys: 1, lua: STANDING });
+    }
+    this.redis = redis as RedisWithScripts;
   }
 
   key(address: string): string {
     return `${this.prefix}:admin:auth:${address}`;
   }
 
-  async attempt(address: string): Promise<AdminAttempt> {
-    const key = this.key(address);
-    const [attempts, ttlMs] = await this.redis.svcAdminAttempt(key, this.windowMs);
+  /** Counts a wrong token; held when it was one past the limit. */
+  async failed(address: string): Promise<AdminStanding> {
+    return this.standing(await this.redis.svcAdminFailure(this.key(address), this.windowMs), true);
+  }
+
+  /** Before a right token is let through: held when the window is already used up. */
+  async check(address: string): Promise<AdminStanding> {
+    return this.standing(await this.redis.svcAdminStanding(this.key(address)), false);
+  }
+
+  private standing([failures, ttlMs]: Reply, counted: boolean): AdminStanding {
     return {
-      // The attempts before this one that failed are at most attempts - 1 (successes are taken back).
-      allowed: attempts <= this.limit,
-      retryAfterSeconds: Math.max(1, Math.ceil(ttlMs / 1000)),
-      failed: () => attempts,
-      succeeded: async () => {
-        await this.redis.decr(key);
-      },
+      held: counted ? failures > this.limit : failures >= this.limit,
+      failures,
+      retryAfterSeconds: Math.max(1, Math.ceil((ttlMs > 0 ? ttlMs : this.windowMs) / 1000)),
     };
   }
 }

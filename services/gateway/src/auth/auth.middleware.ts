@@ -1,7 +1,7 @@
 import type { NextFunction, RequestHandler } from 'express';
 import type { Logger } from '@svc/observability';
 import { AppError, type Db } from '@svc/schema';
-import type { AdminAuthLimiter } from './admin-auth.limiter';
+import type { AdminAuthLimiter, AdminStanding } from './admin-auth.limiter';
 import { ADMIN_TOKEN_CHARS } from '../config';
 import { hashToken, TOKEN_PREFIX } from './token';
 import type { TokenCache } from './token-cache';
@@ -66,30 +66,29 @@ export interface AdminGuardOptions {
 
 /**
  * The internal routes' guard: `Bearer <ADMIN_TOKEN>`, compared in constant time; unset = closed.
- * Each guess (a bearer value that could be the token) is counted per client address before it is
- * compared (AdminAuthLimiter): past the limit, 429 until the window ends, whatever the token, so a
- * guesser learns nothing more. What cannot be the token (no header, another scheme, a value with
- * characters no ADMIN_TOKEN has) is refused at once, uncounted: it is no guess, and a refusal
- * written in the request's own tick reaches even a request line Node drops the socket after (a
- * `PRI` line, which the parser fuzz sends). Every failure is logged at warn level with the client's
- * address, never the value.
+ * Wrong tokens are counted per client address (AdminAuthLimiter): past the limit, 429 until the
+ * window ends, whatever the token, so a guesser learns nothing more. What cannot be the token (no
+ * header, another scheme, characters no ADMIN_TOKEN has) is refused at once, uncounted: it is no
+ * guess, and a refusal written in the request's own tick reaches even a request line Node drops the
+ * socket after (a `PRI` line, which the parser fuzz sends). Every failure is logged at warn level
+ * with the client's address, never the value.
  */
 export function adminOnly(options: AdminGuardOptions): RequestHandler {
   const { token, compare, limiter, logger } = options;
-  const guess = async (value: string, token: string, where: { address: string }, next: NextFunction): Promise<void> => {
-    const attempt = await limiter.attempt(where.address);
-    if (!attempt.allowed) {
-      // Once per window: the first refusal says the address is held; the rest would only repeat it.
-      if (attempt.failed() === limiter.limit + 1) logger.warn({ ...where, limit: limiter.limit }, 'admin authentication limited');
-      throw new AppError('RATE_LIMIT_EXCEEDED', 'too many failed admin authentications from this address; retry later', {
-        'Retry-After': String(attempt.retryAfterSeconds),
-      });
-    }
-    if (!compare(value, token)) {
-      logger.warn({ ...where, reason: 'wrong', failures: attempt.failed() }, 'admin authentication failed');
+  const held = (standing: AdminStanding, counted: boolean, where: Record<string, unknown>): AppError => {
+    // Once per window: the guess that used it up says the address is held; the rest would repeat it.
+    if (counted && standing.failures === limiter.limit + 1) logger.warn({ ...where, limit: limiter.limit }, 'admin authentication limited');
+    return new AppError('RATE_LIMIT_EXCEEDED', 'too many failed admin authentications from this address; retry later', {
+      'Retry-After': String(standing.retryAfterSeconds),
+    });
+  };
+  const guess = async (right: boolean, where: { address: string }, next: NextFunction): Promise<void> => {
+    const standing = right ? await limiter.check(where.address) : await limiter.failed(where.address);
+    if (standing.held) throw held(standing, !right, where);
+    if (!right) {
+      logger.warn({ ...where, reason: 'wrong', failures: standing.failures }, 'admin authentication failed');
       throw unauthorized('a valid admin token is required');
     }
-    await attempt.succeeded();
     next();
   };
   // Not an async function: the refusals that need no Redis are thrown in the request's own tick.
@@ -103,6 +102,6 @@ export function adminOnly(options: AdminGuardOptions): RequestHandler {
       logger.warn({ ...where, reason: header === undefined ? 'missing' : value === undefined ? 'scheme' : 'malformed' }, 'admin authentication failed');
       throw unauthorized('a valid admin token is required');
     }
-    return guess(value, token, where, next);
+    return guess(compare(value, token), where, next);
   };
 }
