@@ -31,9 +31,9 @@ export interface GatewayConfig extends CommonSettings {
    */
   sandboxDailyLimit: number;
   /**
-   * RETENTION_DAYS: idempotency keys claimed longer ago than this (all long expired: a key may be
-   * taken over after 24 hours) are removed in small batches (idempotency/idempotency.retention.ts).
-   * The dispatcher removes old deliveries and events under the same setting. Default 30.
+   * RETENTION_DAYS: activity log entries older than this are removed in small batches
+   * (activity/activity.retention.ts); the dispatcher removes old deliveries and events under the
+   * same setting. (Idempotency keys go sooner, when they expire at 24 hours.) Default 30.
    */
   retentionDays: number;
 }

@@ -34,7 +34,7 @@ export interface RunningGateway {
   /** With ADMIN_PORT: the listener that alone serves `/internal/v1`, and its port. */
   adminServer: Server | undefined;
   adminPort: number | undefined;
-  /** Removes idempotency keys past RETENTION_DAYS, every 10 minutes. */
+  /** Removes expired idempotency keys (24 h) and their answers, every 10 minutes. */
   idempotencyRetention: IdempotencyRetention;
   /** Removes activity entries past RETENTION_DAYS, every hour. */
   activityRetention: ActivityRetention;
@@ -93,7 +93,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     undo.push('outbox relay', () => outboxRelay.stop());
     const resendRelay = createResendRelay({ queue: deliveryQueue, logger });
     undo.push('resend relay', () => resendRelay.drain());
-    const idempotencyRetention = createIdempotencyRetention({ db, logger, retentionDays: config.retentionDays });
+    const idempotencyRetention = createIdempotencyRetention({ db, logger });
     idempotencyRetention.start();
     undo.push('idempotency retention', () => idempotencyRetention.stop());
     const activityRetention = createActivityRetention({ db, logger, retentionDays: config.retentionDays });
@@ -147,10 +147,46 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   }
 }
 
+/**
+ * How long a client may take to send a request's headers: a slow-headers client (slowloris) holds
+ * a socket for at most this. A real client sends its headers in one packet; 10 s covers a bad
+ * mobile link. Node's default is 60 s.
+ */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/**
+ * How long a client may take to send a whole request, body included (at most 1 MiB): 30 s is 35
+ * KB/s, a slow link, and bounds a slow-body client. Node's default is 300 s.
+ */
+export const REQUEST_TIMEOUT_MS = 30_000;
+/**
+ * How long an idle keep-alive connection stays open between requests. Long enough that a client
+ * sending a request every few seconds keeps its TLS and TCP setup; short enough that idle clients
+ * do not hold sockets by the thousand. A proxy in front must close idle connections sooner than
+ * this (or it may reuse one the gateway is closing).
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 15_000;
+/**
+ * Connections one gateway process holds at once; past it, a new connection is closed as it is
+ * accepted, so a flood of sockets cannot starve the ones being served of memory and descriptors.
+ * 100 times the 50 keep-alive connections that saturate a process's core (bench:gateway), at some
+ * tens of KB each.
+ */
+export const MAX_CONNECTIONS = 5_000;
+/**
+ * How often Node looks for connections past the two timeouts above: a timeout takes effect up to
+ * this late. Node's default of 30 s would make a 10 s headers timeout a 40 s one.
+ */
+export const CONNECTIONS_CHECK_INTERVAL_MS = 1_000;
+
 function createServer(app: ReturnType<typeof createApp>, deps: GatewayDeps): Server {
   // Node's own Host check answers an empty 400; the access log refuses it with the envelope instead.
-  const server = createHttpServer({ keepAliveTimeout: 65_000, requireHostHeader: false }, app);
-  server.headersTimeout = 66_000;
+  const server = createHttpServer(
+    { keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectionsCheckingInterval: CONNECTIONS_CHECK_INTERVAL_MS, requireHostHeader: false },
+    app,
+  );
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.maxConnections = MAX_CONNECTIONS;
   answerClientErrors(server, deps.logger, deps.metrics);
   return server;
 }

@@ -3,12 +3,11 @@ import type { Logger } from '@svc/observability';
 import { AppError, type Db } from '@svc/schema';
 import type { AdminAuthLimiter, AdminStanding } from './admin-auth.limiter';
 import { ADMIN_TOKEN_CHARS } from '../config';
-import { hashToken, TOKEN_PREFIX } from './token';
+import { hashToken, TOKEN_FORMAT } from './token';
 import type { TokenCache } from './token-cache';
 import { findPrincipalByHash } from './token.repository';
 import type { AuthEvents } from './auth-events';
 
-const PREFIXES = [TOKEN_PREFIX.live, TOKEN_PREFIX.test];
 const unauthorized = (why: string): AppError => new AppError('AUTH_REQUIRED', why);
 
 // RFC 9110 §11.1: the scheme is case-insensitive, separated from the credentials by spaces or tabs.
@@ -19,7 +18,7 @@ export function bearerValue(header: string): string | undefined {
   return BEARER.exec(header)?.[1];
 }
 
-/** The contract's steps 1-7: bearer value → SHA-256 → cache (60 s) → stored hashes. */
+/** The contract's steps 1-7: bearer value → its format → SHA-256 → cache (60 s) → stored hashes. */
 export function authenticate(db: Db, cache: TokenCache, events: AuthEvents): RequestHandler {
   return async (req, _res, next) => {
     const header = req.headers.authorization;
@@ -32,7 +31,8 @@ export function authenticate(db: Db, cache: TokenCache, events: AuthEvents): Req
       events.failure(/^[ \t]*bearer(?:[ \t]|$)/i.test(header) ? 'invalid' : 'scheme');
       throw unauthorized('the Authorization header must be Bearer <API_TOKEN>');
     }
-    if (!PREFIXES.some((p) => value.startsWith(p))) {
+    // What no issued token looks like costs no hash, cache entry or database lookup.
+    if (!TOKEN_FORMAT.test(value)) {
       events.failure('invalid');
       throw unauthorized('the token is invalid or unknown');
     }

@@ -1,6 +1,6 @@
 import { createPeriodicTask, type Logger } from '@svc/observability';
 import type { Db } from '@svc/schema';
-import { removeExpiredKeys } from './idempotency.repository';
+import { KEY_LIFETIME_HOURS, removeExpiredKeys } from './idempotency.repository';
 
 export interface IdempotencyRetention {
   /** A first pass after `firstDelayMs`, then one every `intervalMs`. */
@@ -14,9 +14,7 @@ export interface IdempotencyRetention {
 export interface IdempotencyRetentionOptions {
   db: Db;
   logger: Logger;
-  /** RETENTION_DAYS: keys claimed longer ago than this go. */
-  retentionDays: number;
-  /** Between two passes. Default 10 minutes. */
+  /** Between two passes. Default 10 minutes: an answer outlives its key by at most that. */
   intervalMs?: number;
   /** Before the first pass. Default 60 s. */
   firstDelayMs?: number;
@@ -29,12 +27,14 @@ export interface IdempotencyRetentionOptions {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Bounds `idempotencia` (RETENTION_DAYS), the gateway's own table: the same small batched deletes
- * as the dispatcher's retention (services/dispatcher/src/retention), each a short statement that
- * skips keys a request holds, so a creation never waits on it. Any number of gateways may run it.
+ * Deletes idempotency keys once they expire (KEY_LIFETIME_HOURS, 24): their answers hold recipients'
+ * names, phones and addresses, which nothing needs after the key stops answering. The same small
+ * batched deletes as the dispatcher's retention (services/dispatcher/src/retention), each a short
+ * statement that skips keys a request holds, so a creation never waits on it. Any number of gateways
+ * may run it.
  */
 export function createIdempotencyRetention(options: IdempotencyRetentionOptions): IdempotencyRetention {
-  const { db, logger, retentionDays } = options;
+  const { db, logger } = options;
   const intervalMs = options.intervalMs ?? 600_000;
   const firstDelayMs = options.firstDelayMs ?? 60_000;
   const batchSize = options.batchSize ?? 5000;
@@ -45,12 +45,12 @@ export function createIdempotencyRetention(options: IdempotencyRetentionOptions)
   async function runOnce(): Promise<number> {
     let total = 0;
     while (!task.stopped()) {
-      const gone = await removeExpiredKeys(db, retentionDays, batchSize);
+      const gone = await removeExpiredKeys(db, batchSize);
       total += gone;
       if (gone < batchSize) break;
       await sleep(pauseMs);
     }
-    if (total > 0) logger.info({ idempotencia: total, retentionDays }, 'retention: idempotency keys past RETENTION_DAYS removed');
+    if (total > 0) logger.info({ idempotencia: total, hours: KEY_LIFETIME_HOURS }, 'retention: expired idempotency keys and their answers removed');
     return total;
   }
 
