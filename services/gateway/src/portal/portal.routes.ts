@@ -130,12 +130,12 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
   type Owner = { empresaId: string; sucursalId: string | null };
   const issue = async (req: Request, res: Response, o: Owner) => {
     const before = await tokenPairGeneratedAt(deps.db, o);
-    const pair = await companies.issueTokens(deps, o);
+    const pair = await companies.issueTokens(deps, o, sessionOf(req).usuario);
     await recordPortalActivity(deps, sessionOf(req), before ? 'TOKENS_REGENERADOS' : 'TOKENS_GENERADOS', { sucursalId: o.sucursalId });
     ok(res, 201, pair);
   };
   const remove = async (req: Request, res: Response, o: Owner) => {
-    const eliminados = await companies.deleteTokens(deps, o);
+    const eliminados = await companies.deleteTokens(deps, o, sessionOf(req).usuario);
     await recordPortalActivity(deps, sessionOf(req), 'TOKENS_ELIMINADOS', { sucursalId: o.sucursalId, detalle: { eliminados } });
     ok(res, 200, { eliminados });
   };
@@ -160,7 +160,7 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
     post: async (req, res) => {
       const body = validateWebhookCreate(req.body);
       const sc = scope(req);
-      const data = await webhooks.createWebhook(deps, sc, body);
+      const data = await webhooks.createWebhook(deps, sc, body, sessionOf(req).usuario);
       await recordPortalActivity(deps, sessionOf(req), 'WEBHOOK_CREADO', { webhookId: data.id, detalle: { modo: sc.modo, url: data.url } });
       ok(res, 201, data);
     },
@@ -174,7 +174,7 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
       const body = validateWebhookPatch(req.body);
       const sc = scope(req);
       const before = await webhooks.webhookDetail(deps, sc, param(req, 'id'));
-      const data = await webhooks.patchWebhook(deps, sc, before.id, body);
+      const data = await webhooks.patchWebhook(deps, sc, before.id, body, sessionOf(req).usuario);
       const { activo, ...changed } = body;
       const s = sessionOf(req);
       if (Object.keys(changed).length > 0) {
@@ -187,7 +187,7 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
     },
     delete: async (req, res) => {
       const sc = scope(req);
-      const data = await webhooks.deleteWebhook(deps, sc, param(req, 'id'));
+      const data = await webhooks.deleteWebhook(deps, sc, param(req, 'id'), sessionOf(req).usuario);
       await recordPortalActivity(deps, sessionOf(req), 'WEBHOOK_DESACTIVADO', { webhookId: data.id, detalle: { modo: sc.modo } });
       ok(res, 200, data);
     },
@@ -202,7 +202,7 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
   route(router, '/webhooks/:id/secreto', {
     post: async (req, res) => {
       const body = validateSecretRotation(req.body ?? {});
-      const data = await webhooks.rotateWebhookSecret(deps, scope(req), param(req, 'id'), body);
+      const data = await webhooks.rotateWebhookSecret(deps, scope(req), param(req, 'id'), body, sessionOf(req).usuario);
       await recordPortalActivity(deps, sessionOf(req), 'SECRETO_ROTADO', {
         webhookId: data.id,
         detalle: { solaparHoras: body.solaparHoras ?? null, secretoAnteriorExpiraEn: data.secretoAnteriorExpiraEn },
@@ -289,7 +289,7 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
       const body = validateWebhookCreate(req.body);
       const sucursal = await branchOf(req);
       // As the internal route: a branch's webhook is live.
-      const data = await webhooks.createWebhook(deps, { empresaId: sucursal.empresa_id, sucursalId: sucursal.id, modo: 'live' }, body);
+      const data = await webhooks.createWebhook(deps, { empresaId: sucursal.empresa_id, sucursalId: sucursal.id, modo: 'live' }, body, sessionOf(req).usuario);
       await recordPortalActivity(deps, sessionOf(req), 'WEBHOOK_CREADO', { sucursalId: sucursal.id, webhookId: data.id, detalle: { modo: 'live', url: data.url } });
       ok(res, 201, data);
     },
