@@ -37,7 +37,7 @@ export interface GatewayConfig extends CommonSettings {
   retentionDays: number;
   /**
    * PORTAL_BASE_URL: the origin written into portal links (portal.md). Default unset: the link is
-   * `http://localhost:{the port the gateway listens on}`.
+   * `http://localhost:{PORT}`, the public port (never ADMIN_PORT: the link is for a customer).
    */
   portalBaseUrl: string | undefined;
   /** PORTAL_LINK_TTL_SECONDS: how long an unused portal link works. Default 600. */

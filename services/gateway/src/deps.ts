@@ -29,4 +29,9 @@ export interface GatewayDeps {
   metrics: GatewayMetrics;
   logger: Logger;
   clock: Clock;
+  /**
+   * The public listener's port (PORT, or the one it took when PORT is 0): the default origin of a
+   * portal link, which is for a customer and so never names ADMIN_PORT.
+   */
+  publicPort(): number;
 }

@@ -107,6 +107,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     });
     undo.push('sender', () => sender.close());
 
+    let publicPort = config.port;
     const deps: GatewayDeps = {
       config,
       db,
@@ -115,6 +116,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       rateLimiter: new RateLimiter(redis, config.redisPrefix, config.rateLimitPerMinute),
       portalRateLimiter: new RateLimiter(redis, config.redisPrefix, config.portalRateLimitPerMinute),
       adminAuthLimiter: new AdminAuthLimiter(redis, config.redisPrefix),
+      // PORT, or the port the public listener took when PORT is 0 (known once it listens, before
+      // any request can ask).
+      publicPort: () => publicPort,
       outboxRelay,
       resendRelay,
       sender,
@@ -138,6 +142,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
 
     const server = createServer(createApp(deps, { internal: !separateAdmin }), deps);
     const port = await listen(server, config.port);
+    publicPort = port;
     undo.push('http server', () => closeServer(server));
 
     logger.info({ port, metricsPort, ...(separateAdmin ? { adminPort, adminHost: config.adminHost } : {}) }, 'gateway listening');

@@ -5,6 +5,7 @@ import { ADMIN_AUTH_FAILURES_PER_WINDOW } from '../src/auth/admin-auth.limiter';
 import { ADMIN_TOKEN, bearer, createCompany, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
 import { testRedisClient } from '../../../test/support/redis-prefix';
 import { testKeyPrefix } from '../../../test/support/env';
+import { issuePortalLink, startPortalSession } from '../../../test/support/portal-session';
 
 const notFound = { success: false, error: { code: 'NOT_FOUND', message: expect.any(String) } };
 
@@ -60,6 +61,41 @@ describe('the operator door with ADMIN_PORT set', () => {
     // Routing is case-sensitive on the admin port too.
     expect((await raw(gw.adminPort!).get(`/INTERNAL/V1/empresas/${c.id}`).set('Authorization', bearer(ADMIN_TOKEN))).status).toBe(404);
     expect((await raw(gw.adminPort!).get(`/internal/v1/EMPRESAS/${c.id}`).set('Authorization', bearer(ADMIN_TOKEN))).status).toBe(404);
+  });
+
+  it("moves the portal's internal routes with it; the link it issues points at the public port, where the session starts", async () => {
+    const c = await createCompany(gw, { nombre: 'Portal por la puerta del operador' });
+    const path = `/internal/v1/empresas/${c.id}/portal`;
+    const onPublic = await raw(gw.port).post(path).set('Authorization', bearer(ADMIN_TOKEN)).send({ usuario: 'ana@operador.gt' });
+    expect({ status: onPublic.status, body: onPublic.body }).toEqual({ status: 404, body: notFound });
+    expect((await raw(gw.port).delete(path).set('Authorization', bearer(ADMIN_TOKEN))).status).toBe(404);
+    expect(await fx.pool.query('select count(*)::int n from portal_enlaces').then((r) => r.rows[0].n as number)).toBe(0);
+
+    // On the admin port (PORT is 0 here, so the public port is the one it took, never the admin one).
+    const link = await issuePortalLink(gw, c.id, 'ana@operador.gt');
+    expect(new URL(link.url).origin).toBe(`http://localhost:${gw.port}`);
+    const session = await startPortalSession(gw, link.secret);
+    expect(session.status).toBe(201);
+    // The session's API is public: the admin port does not serve it.
+    expect((await raw(gw.adminPort!).post('/portal/v1/sesion').send({ enlace: link.secret })).status).toBe(404);
+    const ended = await gw.admin('delete', `/empresas/${c.id}/portal`);
+    expect(ended.status).toBe(200);
+    expect(ended.body.data).toEqual({ sesionesTerminadas: 1 });
+  });
+});
+
+describe('the portal link with ADMIN_PORT and PORTAL_BASE_URL set', () => {
+  let fx: GatewayFixture;
+
+  beforeAll(async () => {
+    fx = await startGatewayFixture('admin-door-portal-url', { env: { ADMIN_PORT: '0', PORTAL_BASE_URL: 'https://portal.courier.example/ignored/path' } });
+  });
+  afterAll(() => fx?.stop());
+
+  it("takes the link's origin from PORTAL_BASE_URL", async () => {
+    const c = await createCompany(fx.gw);
+    const link = await issuePortalLink(fx.gw, c.id);
+    expect(link.url).toMatch(/^https:\/\/portal\.courier\.example\/portal\/entrar#[A-Za-z0-9_-]{43}$/);
   });
 });
 
