@@ -523,6 +523,12 @@ describe('the gateway against its OpenAPI document', () => {
     expect((await portal('get', `/sandbox/guias/${numero}`)).body.data.eventosPermitidos).toContain('GUIA_EN_BODEGA');
     expect((await portal('get', '/sandbox/guias/SVC0000000000')).status).toBe(404);
 
+    // Actividad: what the walk above did, newest first, a page at a time.
+    const actividad = await portal('get', '/actividad?limit=2');
+    expect(actividad.body.data.actividades.map((a: { accion: string }) => a.accion)).toEqual(['tokens.deleted', 'webhook.created']);
+    expect((await portal('get', `/actividad?cursor=${actividad.body.data.nextCursor as string}`)).status).toBe(200);
+    expect((await portal('get', '/actividad?cursor=nada')).status).toBe(400);
+
     // Another company's resources are not found; a company without branches has no Sucursales.
     const other = await admin('post', '/empresas', { nombre: 'Otra S.A.' });
     const otherLink = await admin('post', `/empresas/${other.body.data.id as string}/portal`, { usuario: 'otro' });

@@ -69,13 +69,17 @@ export async function recordActivity(db: Db | Transaction, entry: ActivityEntry)
 
 /** The id text of an entry: digits only (a bigint). */
 const CURSOR = /^[1-9]\d{0,18}$/;
+/** Postgres's largest bigint: a longer cursor would fail the comparison in Postgres (a 500), not here. */
+const MAX_BIGINT = 9_223_372_036_854_775_807n;
+
+const isCursor = (text: string): boolean => CURSOR.test(text) && BigInt(text) <= MAX_BIGINT;
 
 /**
  * A company's log, newest first, `limit` entries per page; `before` is the previous page's
  * `nextCursor` (400 VALIDATION_ERROR when it is not one). Served by `actividad_empresa_idx`.
  */
 export async function listActivity(db: Db, empresaId: string, page: { limit: number; before?: string }): Promise<ActivityPage> {
-  if (page.before !== undefined && !CURSOR.test(page.before)) throw new AppError('VALIDATION_ERROR', 'cursor is not valid');
+  if (page.before !== undefined && !isCursor(page.before)) throw new AppError('VALIDATION_ERROR', 'cursor is not valid');
   let q = db
     .selectFrom('actividad')
     .select(['id', 'usuario', 'accion', 'sucursal_id', 'webhook_id', 'detalle', 'created_at'])
