@@ -69,7 +69,19 @@ function interpolate(value: string, env: Record<string, string> = {}): string {
   });
 }
 
-function environment(service: string, env: Record<string, string> = {}): Record<string, string> {
+/**
+ * What an operator must set before `up` (each is `${VAR:?message}` in the file): the passwords and
+ * the secrets key, none with a default. URL-safe passwords, as the file's header asks.
+ */
+const REQUIRED: Record<string, string> = {
+  POSTGRES_PASSWORD: 'pg0123456789abcdef',
+  REDIS_PASSWORD: 'redis0123456789abcdef',
+  GRAFANA_ADMIN_PASSWORD: 'grafana0123456789',
+  SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+};
+
+/** A service's environment as compose would pass it, given the operator's environment (by default the required settings only). */
+function environment(service: string, env: Record<string, string> = REQUIRED): Record<string, string> {
   return Object.fromEntries(
     Object.entries(services[service]?.environment ?? {}).map(([k, v]) => [k, interpolate(v === null ? '' : String(v), env)]),
   );
@@ -301,18 +313,19 @@ describe('docker-compose.yml', () => {
     expect(decodeURIComponent(db.username)).toBe(pg.POSTGRES_USER);
     expect(decodeURIComponent(db.password)).toBe(pg.POSTGRES_PASSWORD);
     // With nothing set and with overrides, the services' own loaders accept what compose passes.
-    const overrides: Array<Record<string, string>> = [{}, { ADMIN_TOKEN: 'secret-admin-token', POSTGRES_PASSWORD: 'p@ss', REDIS_PREFIX: 'stack2' }];
+    const overrides: Array<Record<string, string>> = [REQUIRED, { ...REQUIRED, ADMIN_TOKEN: 'secret-admin-token', POSTGRES_PASSWORD: 'p@ss', REDIS_PREFIX: 'stack2' }];
     for (const env of overrides) {
       expect(() => loadGatewayConfig(environment('gateway', env))).not.toThrow();
       expect(() => loadDispatcherConfig(environment('dispatcher', env))).not.toThrow();
     }
-    expect(loadGatewayConfig(environment('gateway', { ADMIN_TOKEN: 'x' })).adminToken).toBe('x');
+    expect(loadGatewayConfig(environment('gateway', { ...REQUIRED, ADMIN_TOKEN: 'x' })).adminToken).toBe('x');
     expect(loadGatewayConfig(gw).adminToken).toBeUndefined();
   });
 
-  it('publishes the gateway on its configured ports and checks /readyz on its metrics port', () => {
+  it('publishes the gateway on its public port only and checks /readyz on its metrics port', () => {
     const config = loadGatewayConfig(environment('gateway'));
-    expect(services.gateway?.ports).toEqual([`${config.port}:${config.port}`, `${config.metricsPort}:${config.metricsPort}`]);
+    expect(services.gateway?.ports).toEqual([`${config.port}:${config.port}`]);
+    expect((services.gateway?.expose ?? []).map(String).sort()).toEqual([String(config.adminPort), String(config.metricsPort)].sort());
     expect(config.metricsPort).toBe(9101);
     expect(healthcheckUrl(services.gateway?.healthcheck)).toBe(`http://127.0.0.1:${config.metricsPort}/readyz`);
   });
@@ -357,7 +370,8 @@ describe('docker-compose.yml', () => {
     // Silences and notification state survive a restart.
     const storage = command.find((c) => c.startsWith('--storage.path='))?.split('=')[1];
     expect(am.volumes).toContainEqual(`alertmanager-data:${storage}`);
-    expect(am.ports).toEqual(['9093:9093']);
+    expect(am.ports).toBeUndefined();
+    expect((am.expose ?? []).map(String)).toEqual(['9093']);
     expect(healthcheckUrl(am.healthcheck)).toBe('http://127.0.0.1:9093/-/ready');
     expect(am.restart).toBe('unless-stopped');
     // Started first, but not a condition of Prometheus' health: metrics keep flowing without it.
@@ -382,6 +396,94 @@ describe('docker-compose.yml', () => {
       // No second copy beside the service.
       expect(existsSync(join(root, `services/${svc}/Dockerfile`))).toBe(false);
     }
+  });
+});
+
+describe('docker-compose.yml, hardened (issue 28)', () => {
+  const raw = read('docker-compose.yml');
+  const hostPorts = (svc: Service): string[] => (svc.ports ?? []).map((p) => (typeof p === 'string' ? p : `${p.published ?? ''}:${p.target}`));
+
+  it('publishes only the gateway\'s public port and Grafana', () => {
+    const published = Object.entries(services).flatMap(([name, svc]) => hostPorts(svc).map((p) => `${name} ${p}`));
+    const gateway = loadGatewayConfig(environment('gateway'));
+    expect(published.sort()).toEqual([`gateway ${gateway.port}:${gateway.port}`, 'grafana 3001:3000']);
+  });
+
+  it('sets ADMIN_PORT (listening on the stack\'s network) and does not publish it', () => {
+    const config = loadGatewayConfig(environment('gateway'));
+    expect(config.adminPort).toEqual(expect.any(Number));
+    expect(config.adminPort).not.toBe(config.port);
+    expect(config.adminHost).toBe('0.0.0.0');
+    expect(hostPorts(services.gateway!).some((p) => p.endsWith(`:${config.adminPort}`) || p.startsWith(`${config.adminPort}:`))).toBe(false);
+  });
+
+  it('has no password or key that works by default: a bare `up` is refused, naming each missing one', () => {
+    for (const name of Object.keys(REQUIRED)) {
+      const missing = { ...REQUIRED };
+      delete missing[name];
+      const all = Object.keys(services).flatMap((svc) => Object.values(services[svc]?.environment ?? {}).map(String).concat([services[svc]?.command ?? []].flat().map(String)));
+      expect(() => all.forEach((v) => interpolate(v, missing))).toThrow(new RegExp(`${name} is required`));
+    }
+    // No default for any of them anywhere in the file: only `${VAR:?message}`.
+    for (const name of [...Object.keys(REQUIRED), 'ADMIN_TOKEN']) {
+      expect({ name, defaults: raw.match(new RegExp(`\\$\\{${name}:?-[^}]+\\}`, 'g')) ?? [] }).toEqual({ name, defaults: [] });
+    }
+    expect(raw).not.toMatch(/change-me|admin\/admin|:-postgres\}|:-admin\}/);
+  });
+
+  it('Postgres, Redis and Grafana take their passwords from the environment; the services connect with them', () => {
+    expect(environment('postgres').POSTGRES_PASSWORD).toBe(REQUIRED.POSTGRES_PASSWORD);
+    const redisCommand = [services.redis?.command ?? []].flat().map((c) => interpolate(String(c), REQUIRED)).join(' ');
+    expect(redisCommand).toContain(`--requirepass ${REQUIRED.REDIS_PASSWORD}`);
+    expect(environment('redis').REDISCLI_AUTH).toBe(REQUIRED.REDIS_PASSWORD);
+    expect(environment('grafana').GF_SECURITY_ADMIN_PASSWORD).toBe(REQUIRED.GRAFANA_ADMIN_PASSWORD);
+    expect(environment('grafana').GF_AUTH_ANONYMOUS_ENABLED).toBe('false');
+    for (const svc of SERVICES) {
+      const env = environment(svc);
+      expect(decodeURIComponent(new URL(env.REDIS_URL!).password)).toBe(REQUIRED.REDIS_PASSWORD);
+      expect(decodeURIComponent(new URL(env.DATABASE_URL!).password)).toBe(REQUIRED.POSTGRES_PASSWORD);
+      expect(env.SECRETS_KEY).toBe(REQUIRED.SECRETS_KEY);
+      // Test-only settings are not passed at all: a .env beside the file cannot carry them in.
+      expect(env.DISPATCH_ALLOW_CIDRS).toBeUndefined();
+    }
+  });
+
+  it('the services start in production (the images\' NODE_ENV) with what compose passes', () => {
+    const strong = { ...REQUIRED, ADMIN_TOKEN: 'a'.repeat(40) };
+    expect(loadGatewayConfig({ ...environment('gateway', strong), NODE_ENV: 'production' }).production).toBe(true);
+    expect(loadDispatcherConfig({ ...environment('dispatcher', strong), NODE_ENV: 'production' }).production).toBe(true);
+    // Left unset, the admin token closes the internal routes; a weak one stops the gateway.
+    expect(() => loadGatewayConfig({ ...environment('gateway', REQUIRED), NODE_ENV: 'production' })).not.toThrow();
+    expect(() => loadGatewayConfig({ ...environment('gateway', { ...REQUIRED, ADMIN_TOKEN: 'change-me' }), NODE_ENV: 'production' })).toThrow(/ADMIN_TOKEN/);
+  });
+
+  it('Prometheus without its lifecycle API and unpublished; Alertmanager unpublished', () => {
+    expect([services.prometheus?.command ?? []].flat()).not.toContain('--web.enable-lifecycle');
+    expect(services.prometheus?.ports).toBeUndefined();
+    expect(services.alertmanager?.ports).toBeUndefined();
+    // Grafana still reads Prometheus on the stack's network.
+    expect(read('infra/grafana/provisioning/datasources/prometheus.yml')).toContain('url: http://prometheus:9090');
+  });
+
+  it('DB_POOL_SIZE from the environment; Postgres max_connections and Redis maxmemory fit the documented scale', () => {
+    for (const svc of SERVICES) {
+      expect(services[svc]?.environment?.DB_POOL_SIZE).toMatch(/^\$\{DB_POOL_SIZE:-\d+\}$/);
+      expect(environment(svc, { ...REQUIRED, DB_POOL_SIZE: '7' }).DB_POOL_SIZE).toBe('7');
+    }
+    const pool = Number(environment('gateway').DB_POOL_SIZE);
+    expect(Number(environment('dispatcher').DB_POOL_SIZE)).toBe(pool);
+    const postgres = [services.postgres?.command ?? []].flat().join(' ');
+    const maxConnections = Number(postgres.match(/max_connections=(\d+)/)?.[1]);
+    // The README's rule: DB_POOL_SIZE × (gateways + dispatchers) + migrate and tools. One gateway and
+    // `--scale dispatcher=3` (the file's own example) with room to spare, and then some.
+    expect(maxConnections).toBeGreaterThanOrEqual(pool * (1 + 3) + 10);
+    expect(maxConnections).toBeLessThanOrEqual(500);
+    const redis = [services.redis?.command ?? []].flat().map((c) => interpolate(String(c), REQUIRED)).join(' ');
+    const maxmemory = redis.match(/--maxmemory (\d+)(gb|mb)\b/i);
+    expect(maxmemory).not.toBeNull();
+    const bytes = Number(maxmemory![1]) * (maxmemory![2]!.toLowerCase() === 'gb' ? 1024 ** 3 : 1024 ** 2);
+    expect(bytes).toBeGreaterThanOrEqual(256 * 1024 ** 2);
+    expect(redis).toMatch(/--maxmemory-policy noeviction\b/);
   });
 });
 
@@ -441,7 +543,11 @@ describe.each(SERVICES)('Dockerfile, built for the %s', (svc) => {
     expect(users.at(-1)).toBe('node');
     expect(env.NODE_ENV).toBe('production');
     const exposed = all(final, 'EXPOSE').flatMap((e) => e.split(/\s+/)).map(Number);
-    const config = svc === 'gateway' ? loadGatewayConfig(env) : loadDispatcherConfig(env);
+    // The image carries no key (an operator passes SECRETS_KEY, which production requires), and no
+    // secret at all: no ENV of the image names one.
+    expect(Object.keys(env).filter((k) => /SECRET|PASSWORD|TOKEN/.test(k))).toEqual([]);
+    const withKey = { ...env, SECRETS_KEY: REQUIRED.SECRETS_KEY! };
+    const config = svc === 'gateway' ? loadGatewayConfig(withKey) : loadDispatcherConfig(withKey);
     const ports = 'port' in config ? [config.port, config.metricsPort] : [config.metricsPort];
     expect(exposed.sort()).toEqual(ports.sort());
     const health = all(final, 'HEALTHCHECK')[0] ?? '';

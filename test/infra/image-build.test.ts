@@ -201,7 +201,8 @@ describe('scripts/image-build.sh (the images’ build, replayed without Docker)'
     const databaseUrl = `${TEST_DATABASE_BASE}/${dbName}`;
     const prefix = uniquePrefix('image');
     const [port, gatewayMetrics, dispatcherMetrics] = [await freePort(), await freePort(), await freePort()];
-    const common = { DATABASE_URL: databaseUrl, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, DB_POOL_SIZE: '4' };
+    // NODE_ENV=production, as in the image: a SECRETS_KEY is required.
+    const common = { DATABASE_URL: databaseUrl, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, DB_POOL_SIZE: '4', SECRETS_KEY: randomBytes(32).toString('base64') };
     const started: Started[] = [];
     try {
       // The compose `migrate` service: the gateway's image, `node dist/migrate.js`, on a database

@@ -14,9 +14,13 @@ export interface Api {
   body: { success: boolean; data?: any; error?: { code: string; message: string } }; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-/** A call to the stack as an operator (`/internal/v1`, the admin token) or an integrator (`/api/v1`, a bearer token). */
-export async function call(stack: StackInfo, method: string, path: string, token?: string, body?: unknown): Promise<Api> {
-  const res = await fetch(`${stack.baseUrl}${path}`, {
+/** A call to the stack's public port as an integrator (`/api/v1`, a bearer token). */
+export function call(stack: StackInfo, method: string, path: string, token?: string, body?: unknown): Promise<Api> {
+  return callAt(stack.baseUrl, method, path, token, body);
+}
+
+async function callAt(baseUrl: string, method: string, path: string, token?: string, body?: unknown): Promise<Api> {
+  const res = await fetch(`${baseUrl}${path}`, {
     method,
     headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -45,11 +49,15 @@ export const test = base.extend<{ portal: Portal }>({
   portal: async ({}, use) => {
     const stack = stackInfo();
     const receiver = await startReceiver();
-    const admin = (method: string, path: string, body?: unknown) => call(stack, method, `/internal/v1${path}`, stack.adminToken, body);
+    // The operator's routes are on the admin port only (ADMIN_PORT), as compose runs them.
+    const admin = (method: string, path: string, body?: unknown) => callAt(stack.adminUrl, method, `/internal/v1${path}`, stack.adminToken, body);
     const link = async (empresaId: string, usuario = 'ana@transportesquetzal.gt') => {
       const res = await admin('POST', `/empresas/${empresaId}/portal`, { usuario });
       expect(res.status).toBe(201);
-      return res.body.data.url as string;
+      const url = res.body.data.url as string;
+      // Issued on the admin port, for the customer's browser: the public origin, never the admin port.
+      expect(new URL(url).origin).toBe(stack.baseUrl);
+      return url;
     };
     await use({
       stack,

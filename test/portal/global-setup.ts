@@ -18,7 +18,7 @@ const LINK_TTL_SECONDS = 6;
 export default async function globalSetup(): Promise<void> {
   mkdirSync(join(ROOT, 'test/portal/results'), { recursive: true });
   const database = `svc_portal_e2e_${randomBytes(5).toString('hex')}`;
-  const [port, gatewayMetrics, dispatcherMetrics] = [await freePort(), await freePort(), await freePort()];
+  const [port, adminPort, gatewayMetrics, dispatcherMetrics] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const adminToken = `portal-e2e-admin-${randomBytes(16).toString('hex')}`;
   const redisPrefix = uniquePrefix('portal-e2e');
   const log = openSync(join(ROOT, 'test/portal/results/stack.log'), 'w');
@@ -30,6 +30,9 @@ export default async function globalSetup(): Promise<void> {
       ...testRedisEnv(),
       REDIS_PREFIX: redisPrefix,
       PORT: String(port),
+      // As compose runs it: the operator's routes (the portal's links among them) on a port of their
+      // own, so the links the journeys open prove they point at the public port.
+      ADMIN_PORT: String(adminPort),
       GATEWAY_METRICS_PORT: String(gatewayMetrics),
       DISPATCHER_METRICS_PORT: String(dispatcherMetrics),
       ADMIN_TOKEN: adminToken,
@@ -46,6 +49,7 @@ export default async function globalSetup(): Promise<void> {
   stack.unref();
   const info: StackInfo = {
     baseUrl: `http://localhost:${port}`,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
     adminToken,
     database,
     databaseUrl: `${TEST_DATABASE_BASE}/${database}`,

@@ -206,6 +206,35 @@ test('link → session → tokens → live webhook → PING → shipment → del
   // ---- Actividad --------------------------------------------------------------------------------------------
   await navigation.getByRole('link', { name: 'Actividad' }).click();
   await expect(page.getByRole('heading', { level: 1, name: 'Actividad' })).toBeVisible();
-  await expect(page.getByText(/registro de actividad todavía no está disponible|Sesión iniciada/)).toBeVisible();
+  // Everything above, newest first, each once: the person's actions as the link's usuario, the company's
+  // creation as the courier's.
+  const activity = page.getByRole('region', { name: 'Actividad' });
+  for (const column of ['Fecha', 'Acción', 'Usuario', 'Detalle']) await expect(activity.getByRole('columnheader', { name: column, exact: true })).toBeVisible();
+  const entries = activity.getByRole('row').filter({ hasNot: page.getByRole('columnheader') });
+  const ana = 'ana@transportesquetzal.gt';
+  const expected = [
+    ['Entregas fallidas recuperadas', ana],
+    ['Webhook reactivado', ana],
+    ['Webhook desactivado', ana],
+    ['Secreto rotado', ana],
+    ['Entrega reenviada', ana],
+    ['Webhook creado', ana],
+    ['Tokens regenerados', ana],
+    ['Tokens generados', ana],
+    ['Sesión iniciada', ana],
+    ['Empresa creada', 'Courier (operador)'],
+  ];
+  await expect(entries).toHaveCount(expected.length);
+  for (const [i, [accion, usuario]] of expected.entries()) {
+    await expect(entries.nth(i).getByRole('cell').nth(1)).toHaveText(accion!);
+    await expect(entries.nth(i).getByRole('cell').nth(2)).toHaveText(usuario!);
+  }
+  await expect(entries.nth(0)).toContainText('reenviadas: 0');
+  await expect(entries.nth(3)).toContainText('horas de solapamiento: 24');
+  await expect(entries.nth(5)).toContainText('modo: Producción');
+  // Times in Guatemala, with the date; never a token or a secret.
+  await expect(entries.nth(0).getByRole('cell').nth(0)).toHaveText(/\d{2} \w+\.? \d{4},? \d{2}:\d{2}:\d{2}/);
+  await expect(activity).not.toContainText(/svc_(live|test)_|whsec_/);
+  await expect(page.getByRole('button', { name: 'Cargar más' })).toHaveCount(0);
   await portal.axe(page, 'Actividad');
 });

@@ -62,6 +62,34 @@ test('when the API cannot be reached: a message and Reintentar, never a blank pa
   await portal.axe(page, 'Sin conexión');
 });
 
+test('Actividad: a long log a page at a time with Cargar más, and what an empty one says', async ({ page, portal }) => {
+  const empresa = await portal.company({ planActivo: true });
+  // 55 of the courier's actions (company.created and 54 credits), then the person's session: 56 entries.
+  for (let i = 1; i <= 54; i++) expect((await portal.admin('POST', `/empresas/${empresa.id}/creditos`, { cantidad: i })).status).toBe(200);
+  await portal.enter(page, empresa.id, 'luis@transportesquetzal.gt');
+  await page.getByRole('navigation', { name: 'Secciones' }).getByRole('link', { name: 'Actividad' }).click();
+  const entries = page.getByRole('region', { name: 'Actividad' }).getByRole('row').filter({ hasNot: page.getByRole('columnheader') });
+  await expect(entries).toHaveCount(50);
+  await expect(entries.first()).toContainText('Sesión iniciada');
+  await expect(entries.first()).toContainText('luis@transportesquetzal.gt');
+  await expect(entries.nth(1)).toContainText('Créditos agregados');
+  await expect(entries.nth(1)).toContainText('cantidad: 54 · créditos:');
+  await page.getByRole('button', { name: 'Cargar más' }).click();
+  await expect(entries).toHaveCount(56);
+  await expect(entries.last()).toContainText('Empresa creada');
+  await expect(entries.last()).toContainText('Courier (operador)');
+  await expect(page.getByRole('button', { name: 'Cargar más' })).toHaveCount(0);
+  // A log with nothing in it (a session always starts one, so this is the page's own text, served here).
+  await page.route('**/portal/v1/actividad*', (route) =>
+    route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ success: true, data: { actividades: [], nextCursor: null } }) }),
+  );
+  await page.reload();
+  await expect(page.getByRole('heading', { level: 1, name: 'Actividad' })).toBeVisible();
+  await expect(page.getByText('Sin actividad registrada todavía.')).toBeVisible();
+  await expect(page.getByRole('region', { name: 'Actividad' })).toHaveCount(0);
+  await portal.axe(page, 'Actividad (vacía)');
+});
+
 test('keyboard only: skip link, navigation, a confirmation dialog closed with Escape', async ({ page, portal }) => {
   const empresa = await portal.company();
   await portal.enter(page, empresa.id);

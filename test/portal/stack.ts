@@ -5,6 +5,8 @@ import { join } from 'node:path';
 export interface StackInfo {
   /** `http://localhost:<PORT>`: the gateway, its API and the portal. */
   baseUrl: string;
+  /** `http://127.0.0.1:<ADMIN_PORT>`: the operator's routes, `/internal/v1` (404 on `baseUrl`). */
+  adminUrl: string;
   adminToken: string;
   database: string;
   databaseUrl: string;

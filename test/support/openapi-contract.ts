@@ -3,12 +3,12 @@ import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { Response } from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
-import { openApiDocument } from '../../services/gateway/src/openapi/openapi.routes';
+import { internalOpenApiDocument, openApiDocument } from '../../services/gateway/src/openapi/openapi.routes';
 
-// Checks real answers against openapi/openapi.yaml: status, headers and body. The document is
-// dereferenced by @apidevtools/swagger-parser and its schemas are compiled by ajv's draft 2020-12
-// build, the dialect of OpenAPI 3.1 (`jsonSchemaDialect`), so the document and its checks read
-// JSON Schema the same way.
+// Checks real answers against openapi/openapi.yaml: status, headers and body. The documents it
+// builds (the public one and the internal routes' one) are dereferenced by
+// @apidevtools/swagger-parser and their schemas compiled by ajv's draft 2020-12 build, the dialect of
+// OpenAPI 3.1 (`jsonSchemaDialect`), so the documents and their checks read JSON Schema the same way.
 
 export const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 export type Method = (typeof METHODS)[number];
@@ -30,9 +30,18 @@ export interface OpenApi {
   components: { schemas: Record<string, Record<string, unknown>> };
 }
 
-/** A fresh, dereferenced copy of the served document (validated on the way by swagger-parser). */
+/** A fresh, dereferenced copy of one served document (validated on the way by swagger-parser). */
+export async function dereferenced(doc: Readonly<Record<string, unknown>>): Promise<OpenApi> {
+  return (await SwaggerParser.dereference(structuredClone(doc) as never)) as unknown as OpenApi;
+}
+
+/**
+ * Both served documents as one for checking answers: the public document with the internal one's
+ * paths beside its own (dereferenced apart, so no reference crosses between them).
+ */
 export async function loadDocument(): Promise<OpenApi> {
-  return (await SwaggerParser.dereference(structuredClone(openApiDocument) as never)) as unknown as OpenApi;
+  const [pub, internal] = await Promise.all([dereferenced(openApiDocument), dereferenced(internalOpenApiDocument)]);
+  return { ...pub, paths: { ...pub.paths, ...internal.paths } };
 }
 
 /** `/webhooks/{id}` → a RegExp for concrete paths. */

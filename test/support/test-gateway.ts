@@ -19,6 +19,8 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
 export interface TestGateway extends RunningGateway {
   http: TestAgent;
+  /** Where `/internal/v1` is served: the admin port with ADMIN_PORT set, else `http`. */
+  adminHttp: TestAgent;
   logs: { lines: string[]; text(): string };
   admin(method: 'get' | 'post' | 'patch' | 'delete', path: string, body?: unknown): Promise<request.Response>;
 }
@@ -52,13 +54,16 @@ export async function startTestGateway(opts: TestGatewayOptions): Promise<TestGa
   });
   // Every answer a test receives through `http` is checked against openapi/openapi.yaml: an answer
   // that drifts from the document fails the test that got it (issue 14).
-  const http = checkedAgent(request(`http://127.0.0.1:${gw.port}`), await sharedContractChecker());
+  const checker = await sharedContractChecker();
+  const http = checkedAgent(request(`http://127.0.0.1:${gw.port}`), checker);
+  const adminHttp = gw.adminPort === undefined ? http : checkedAgent(request(`http://127.0.0.1:${gw.adminPort}`), checker);
   return {
     ...gw,
     http,
+    adminHttp,
     logs: capture,
     admin(method, path, body) {
-      const r = http[method](`/internal/v1${path}`).set('Authorization', `Bearer ${ADMIN_TOKEN}`);
+      const r = adminHttp[method](`/internal/v1${path}`).set('Authorization', `Bearer ${ADMIN_TOKEN}`);
       return body === undefined ? r : r.send(body as object);
     },
   };

@@ -71,11 +71,11 @@ export function createStopStack(logger: Logger, options: StopStackOptions = {}):
   };
 }
 
-/** Listens on `port` (0: any free port) and resolves with the port taken. */
-export async function listen(server: Server, port: number): Promise<number> {
+/** Listens on `port` (0: any free port), on `host` when given (else every address), and resolves with the port taken. */
+export async function listen(server: Server, port: number, host?: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, () => {
+    server.listen(port, host, () => {
       server.off('error', reject);
       resolve();
     });
@@ -129,7 +129,14 @@ export async function runUntilSignal(
   await started;
 }
 
-export interface ServiceDefinition<Config extends { logLevel: string }> {
+/** What runService reads of a config: its log level, and what its start must say about it. */
+export interface RunnableConfig {
+  logLevel: string;
+  /** Logged at warn level at every start, before anything is built (e.g. a test-only setting left set). */
+  startWarnings?: ReadonlyArray<{ setting: string; message: string }>;
+}
+
+export interface ServiceDefinition<Config extends RunnableConfig> {
   /** The `service` field of every log line, and the name a failed start's message begins with. */
   name: string;
   /** Reads every setting once; throws one error listing every problem. */
@@ -146,11 +153,12 @@ export interface ServiceDefinition<Config extends { logLevel: string }> {
 
 /**
  * The body of every service's main.ts: settings once and fail fast (exit 2, nothing started, every
- * bad setting listed on stderr), then the logger at the configured level, then `start` under
+ * bad setting listed on stderr), then the logger at the configured level and the settings' warnings
+ * at warn level, then `start` under
  * `runUntilSignal`; a start that fails exits 1. Reading `.env` is the caller's, before this: this
  * package knows no settings file.
  */
-export async function runService<Config extends { logLevel: string }>(service: ServiceDefinition<Config>): Promise<void> {
+export async function runService<Config extends RunnableConfig>(service: ServiceDefinition<Config>): Promise<void> {
   const exit = service.exit ?? ((code: number) => process.exit(code));
   let config: Config;
   try {
@@ -161,6 +169,7 @@ export async function runService<Config extends { logLevel: string }>(service: S
     return;
   }
   const logger = createLogger(service.name, config.logLevel);
+  for (const { setting, message } of config.startWarnings ?? []) logger.warn({ setting }, message);
   try {
     await runUntilSignal(logger, () => service.start(config, { logger }), { finishing: service.finishing, signals: service.signals, exit });
   } catch (err) {

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { BlockList, isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 // Node reads NODE_EXTRA_CA_CERTS once, as the process starts; a value that `.env` supplies later
@@ -27,9 +29,17 @@ export function loadDotEnv(): void {
 
 type Env = Record<string, string | undefined>;
 
+/** Something a start must say about its settings without refusing them: logged at warn level at every start. */
+export interface StartWarning {
+  /** The variable it is about. */
+  setting: string;
+  message: string;
+}
+
 /** Collects every bad setting before failing, so one start reports them all. */
 export class SettingsReader {
   private readonly problems: string[] = [];
+  readonly warnings: StartWarning[] = [];
   constructor(private readonly env: Env) {}
 
   string(name: string, fallback: string): string {
@@ -43,12 +53,17 @@ export class SettingsReader {
   }
 
   int(name: string, fallback: number, min: number, max: number): number {
+    return this.optionalInt(name, min, max) ?? fallback;
+  }
+
+  /** An integer that may be unset (undefined); a bad value is a problem and reads as unset. */
+  optionalInt(name: string, min: number, max: number): number | undefined {
     const raw = this.env[name];
-    if (raw === undefined || raw === '') return fallback;
+    if (raw === undefined || raw === '') return undefined;
     const n = Number(raw);
     if (!Number.isInteger(n) || n < min || n > max) {
       this.problems.push(`${name}=${JSON.stringify(raw)} must be an integer from ${min} to ${max}`);
-      return fallback;
+      return undefined;
     }
     return n;
   }
@@ -66,6 +81,11 @@ export class SettingsReader {
 
   check(name: string, ok: boolean, why: string): void {
     if (!ok) this.problems.push(`${name}: ${why}`);
+  }
+
+  /** Accepted, but said at warn level at every start (`CommonSettings.startWarnings`). */
+  warn(setting: string, message: string): void {
+    this.warnings.push({ setting, message });
   }
 
   /** Throws one error listing every problem found. */
@@ -108,8 +128,26 @@ export interface CommonSettings {
   logLevel: string;
   /** DISPATCH_HOST_MAP: host names the webhook sender resolves without DNS, `name=address,...`. Default empty. */
   dispatchHostMap: string;
-  /** DISPATCH_ALLOW_CIDRS: CIDRs exempted from the outbound address guard (tests only). Default empty. */
+  /**
+   * DISPATCH_ALLOW_CIDRS: CIDRs exempted from the outbound address guard (tests only). Default
+   * empty. No range wider than a /8 (IPv4) or a /32 (IPv6); refused with NODE_ENV=production; said
+   * at warn level at every start while set.
+   */
   dispatchAllowCidrs: string;
+  /**
+   * NODE_ENV=production: refuse what is only safe on a developer's machine (a short ADMIN_TOKEN, no
+   * SECRETS_KEY, DISPATCH_ALLOW_CIDRS). Default unset: not production.
+   */
+  production: boolean;
+  /**
+   * SECRETS_KEY: the keys that seal webhook secrets at rest, comma-separated, each the base64 of 32
+   * bytes: the first seals, every one opens, so a key rotates without downtime. Required with
+   * NODE_ENV=production; otherwise, unset, the fixed `DEVELOPMENT_SECRETS_KEY` (and a warning at
+   * every start).
+   */
+  secretsKeys: readonly SecretsKey[];
+  /** What the start logs at warn level about these settings (runService writes them); not a setting itself. */
+  startWarnings: readonly StartWarning[];
   /**
    * SHUTDOWN_TIMEOUT_MS: how long a stop (SIGINT, SIGTERM) lets in-flight requests and deliveries
    * finish before the process exits anyway, with code 1. Default 10000.
@@ -117,19 +155,102 @@ export interface CommonSettings {
   shutdownTimeoutMs: number;
 }
 
+/** One key of SECRETS_KEY. */
+export interface SecretsKey {
+  /**
+   * The first 8 hex digits of the key's SHA-256: what a sealed value records to say which key sealed
+   * it, whatever the key's position in the list. Reveals nothing usable of a 32-byte random key.
+   */
+  id: string;
+  /** The 32 bytes. */
+  key: Buffer;
+}
+
+/**
+ * The key used when SECRETS_KEY is unset outside production: fixed, so that every process of a
+ * development stack (and every restart) opens what another sealed. Public, so never a protection.
+ */
+export const DEVELOPMENT_SECRETS_KEY: SecretsKey = secretsKey(createHash('sha256').update('svc development secrets key: never in production').digest());
+
+function secretsKey(key: Buffer): SecretsKey {
+  return { id: createHash('sha256').update(key).digest('hex').slice(0, 8), key };
+}
+
+/** Standard or URL-safe base64 of exactly 32 bytes, padding optional. */
+const KEY_BASE64 = /^[A-Za-z0-9+/_-]{43}=?$/;
+
+function readSecretsKeys(r: SettingsReader, production: boolean): readonly SecretsKey[] {
+  const raw = r.optional('SECRETS_KEY');
+  if (raw === undefined) {
+    r.check('SECRETS_KEY', !production, 'required with NODE_ENV=production (comma-separated base64 of 32 random bytes each, e.g. `openssl rand -base64 32`)');
+    if (!production) {
+      r.warn('SECRETS_KEY', 'SECRETS_KEY is unset: webhook secrets are sealed with the fixed development key, which protects nothing; set SECRETS_KEY outside development');
+    }
+    return [DEVELOPMENT_SECRETS_KEY];
+  }
+  const keys: SecretsKey[] = [];
+  raw.split(',').forEach((item, i) => {
+    const text = item.trim();
+    const bytes = KEY_BASE64.test(text) ? Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64') : undefined;
+    // The value itself is never repeated: it is a key.
+    if (bytes?.length === 32) keys.push(secretsKey(bytes));
+    else r.check('SECRETS_KEY', false, `key ${i + 1} of the list is not the base64 of 32 bytes`);
+  });
+  return keys;
+}
+
+/**
+ * The widest ranges DISPATCH_ALLOW_CIDRS may exempt: a test needs loopback or one private network,
+ * never "everything", which would switch the outbound guard off. An IPv4-mapped IPv6 range counts
+ * as the IPv4 range it maps (96 bits more).
+ */
+export const WIDEST_ALLOWED_PREFIX = { ipv4: 8, ipv6: 32, ipv4Mapped: 96 + 8 } as const;
+
+const IPV4_MAPPED = new BlockList();
+IPV4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
+
+function checkAllowCidrs(r: SettingsReader, value: string, production: boolean): void {
+  if (value.trim() === '') return;
+  r.check('DISPATCH_ALLOW_CIDRS', !production, 'is for tests only and refused with NODE_ENV=production');
+  for (const raw of value.split(',')) {
+    const item = raw.trim();
+    if (item === '') continue;
+    const [address = '', bits, ...rest] = item.split('/');
+    const family = isIP(address);
+    const max = family === 4 ? 32 : 128;
+    const prefix = bits === undefined ? max : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN;
+    if (family === 0 || rest.length > 0 || !(prefix >= 0 && prefix <= max)) {
+      r.check('DISPATCH_ALLOW_CIDRS', false, `"${item}" is not an IP address or CIDR`);
+      continue;
+    }
+    const mapped = family === 6 && IPV4_MAPPED.check(address, 'ipv6');
+    const widest = family === 4 ? WIDEST_ALLOWED_PREFIX.ipv4 : mapped ? WIDEST_ALLOWED_PREFIX.ipv4Mapped : WIDEST_ALLOWED_PREFIX.ipv6;
+    r.check('DISPATCH_ALLOW_CIDRS', prefix >= widest, `"${item}" is wider than a /${widest}`);
+  }
+  r.warn('DISPATCH_ALLOW_CIDRS', `DISPATCH_ALLOW_CIDRS=${value} exempts these ranges from the outbound address guard: for tests only`);
+}
+
 /**
  * A service's whole config: the common settings and those `readOwn` reads, every problem of both
  * reported at once (a thrown error naming `service`).
  */
-export function loadSettings<Own extends object>(service: string, env: Env, readOwn: (r: SettingsReader) => Own): CommonSettings & Own {
+export function loadSettings<Own extends object>(
+  service: string,
+  env: Env,
+  readOwn: (r: SettingsReader, common: CommonSettings) => Own,
+): CommonSettings & Own {
   const r = new SettingsReader(env);
-  const settings = { ...readCommonSettings(r), ...readOwn(r) };
+  const common = readCommonSettings(r);
+  const settings = { ...common, ...readOwn(r, common) };
   r.done(service);
+  // The service's own reader may have added warnings after the common ones.
+  settings.startWarnings = [...r.warnings];
   return settings;
 }
 
 /** Reads and checks the common settings; problems go to `r`, reported by its `done()`. */
 export function readCommonSettings(r: SettingsReader): CommonSettings {
+  const production = r.optional('NODE_ENV') === 'production';
   const settings: CommonSettings = {
     databaseUrl: r.url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc', ['postgres:', 'postgresql:']),
     redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
@@ -140,7 +261,11 @@ export function readCommonSettings(r: SettingsReader): CommonSettings {
     dispatchHostMap: r.string('DISPATCH_HOST_MAP', ''),
     dispatchAllowCidrs: r.string('DISPATCH_ALLOW_CIDRS', ''),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 10_000, 1, 3_600_000),
+    production,
+    secretsKeys: readSecretsKeys(r, production),
+    startWarnings: r.warnings,
   };
+  checkAllowCidrs(r, settings.dispatchAllowCidrs, production);
   r.check('LOG_LEVEL', (LOG_LEVELS as readonly string[]).includes(settings.logLevel), `must be one of ${LOG_LEVELS.join(', ')}`);
   r.check('REDIS_PREFIX', /^[A-Za-z0-9_.:-]{1,64}$/.test(settings.redisPrefix), 'letters, digits, _ . : - (1-64)');
   if (settings.redisClusterNodes) settings.redisPrefix = `{${settings.redisPrefix}}`;

@@ -11,43 +11,74 @@ import { mountCompanyInternalRoutes } from './companies/company.internal-routes'
 import { mountShipmentRoutes, mountShipmentInternalRoutes } from './shipments/shipment.routes';
 import { mountWebhookRoutes, mountWebhookInternalRoutes } from './webhooks/webhook.routes';
 import { mountDeliveryRoutes } from './deliveries/delivery.routes';
-import { openApiRouter } from './openapi/openapi.routes';
+import { mountInternalOpenApi, openApiRouter } from './openapi/openapi.routes';
 import { mountPortalInternalRoutes } from './portal/portal.internal-routes';
 import { mountPortalRoutes } from './portal/portal.routes';
 import { portalStatic } from './portal/portal-static';
 import type { GatewayDeps } from './deps';
 
 /**
- * The flow of a request: request id → access log → (internal: admin token | api: rate headers →
- * authentication → rate limit | portal: session cookie → anti-CSRF → session rate limit) → JSON body
- * → route → error envelope.
+ * Routing is case-sensitive on every router: `/INTERNAL/V1/...` or `/API/V1/...` is no route (404),
+ * so a proxy rule in front that matches paths exactly cannot be passed by changing their case.
+ * Not strict: a trailing slash still reaches its route, as before.
+ */
+const ROUTER_OPTIONS = { caseSensitive: true, strict: false } as const;
+
+/** An express app with the gateway's settings and the first layers of every request. */
+function baseApp(deps: GatewayDeps): Express {
+  const app = express();
+  // Before the first `use`: express reads it when it makes the app's router.
+  app.set('case sensitive routing', true);
+  app.disable('x-powered-by');
+  // No ETag: the contract has none, and express would hash every body to make one.
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(requestId);
+  app.use(accessLog(deps.logger, deps.metrics));
+  return app;
+}
+
+/**
+ * The operator's door: `/internal/v1` (companies, shipments, webhooks, portal links), behind the
+ * admin token and its failure limit.
+ */
+function mountInternal(app: Express, deps: GatewayDeps): void {
+  const internal = Router(ROUTER_OPTIONS);
+  mountCompanyInternalRoutes(internal, deps);
+  mountShipmentInternalRoutes(internal, deps);
+  mountWebhookInternalRoutes(internal, deps);
+  mountPortalInternalRoutes(internal, deps);
+  mountInternalOpenApi(internal);
+  internal.use(notFound);
+  // The internal routes keep their guards on the mount: they are no hot path, and a refusal from
+  // the guard is then written in the request's own tick (an error leaving a router is written a
+  // turn later, which Node loses for a `PRI /path` request line; the parser fuzz sends one).
+  const guard = adminOnly({ token: deps.config.adminToken, compare: safeEqual, limiter: deps.adminAuthLimiter, logger: deps.logger });
+  app.use('/internal/v1', guard, jsonBody, internal);
+}
+
+function finish(app: Express, deps: GatewayDeps): Express {
+  app.use(notFound);
+  app.use(errorMiddleware(deps.logger));
+  return app;
+}
+
+/**
+ * The public listener (PORT). The flow of a request: request id → access log → (internal: admin
+ * token | api: rate headers → authentication → rate limit | portal: session cookie → anti-CSRF →
+ * session rate limit) → JSON body → route → error envelope. With `internal: false` (ADMIN_PORT set)
+ * `/internal/v1` is no route here: it answers 404, as any unknown path, and the admin listener
+ * (`createAdminApp`) serves it.
  *
  * `/api/v1` is one mount whose router runs the guards first: a guard inside the router is a layer
  * at `/`, which the router passes without matching or trimming the path again (five layers mounted
  * at `/api/v1` each did both; -4% of the gateway's CPU per read, paired in-process rounds).
  */
-export function createApp(deps: GatewayDeps): Express {
-  const app = express();
-  app.disable('x-powered-by');
-  // No ETag: the contract has none, and express would hash every body to make one.
-  app.set('etag', false);
-  app.set('query parser', 'simple');
+export function createApp(deps: GatewayDeps, options: { internal: boolean } = { internal: true }): Express {
+  const app = baseApp(deps);
+  if (options.internal) mountInternal(app, deps);
 
-  app.use(requestId);
-  app.use(accessLog(deps.logger, deps.metrics));
-
-  const internal = Router({ strict: false });
-  mountCompanyInternalRoutes(internal, deps);
-  mountShipmentInternalRoutes(internal, deps);
-  mountWebhookInternalRoutes(internal, deps);
-  mountPortalInternalRoutes(internal, deps);
-  internal.use(notFound);
-  // The internal routes keep their guards on the mount: they are no hot path, and a refusal from
-  // the guard is then written in the request's own tick (an error leaving a router is written a
-  // turn later, which Node loses for a `PRI /path` request line; the parser fuzz sends one).
-  app.use('/internal/v1', adminOnly(deps.config.adminToken, safeEqual), jsonBody, internal);
-
-  const api = Router({ strict: false });
+  const api = Router(ROUTER_OPTIONS);
   api.use(
     defaultRateHeaders(deps.rateLimiter.limit),
     authenticate(deps.db, deps.tokenCache, deps.metrics.authEvents),
@@ -64,7 +95,7 @@ export function createApp(deps: GatewayDeps): Express {
   app.use('/api/v1', api);
 
   // The customer portal (portal.md): its API, guarded by the session's cookie, then its built pages.
-  const portalApi = Router({ strict: false });
+  const portalApi = Router(ROUTER_OPTIONS);
   mountPortalRoutes(portalApi, deps, deps.portalRateLimiter);
   portalApi.use(notFound);
   app.use('/portal/v1', portalApi);
@@ -75,7 +106,12 @@ export function createApp(deps: GatewayDeps): Express {
   // shares no path with, so that their requests do not pass through its router.
   app.use(openApiRouter());
 
-  app.use(notFound);
-  app.use(errorMiddleware(deps.logger));
-  return app;
+  return finish(app, deps);
+}
+
+/** The admin listener (ADMIN_PORT on ADMIN_HOST): `/internal/v1` only; anything else is 404. */
+export function createAdminApp(deps: GatewayDeps): Express {
+  const app = baseApp(deps);
+  mountInternal(app, deps);
+  return finish(app, deps);
 }

@@ -5,11 +5,22 @@ import { loadSettings, type CommonSettings, type SettingsReader } from '@svc/sch
  * common ones (@svc/schema's `CommonSettings`) and these.
  */
 export interface GatewayConfig extends CommonSettings {
-  /** PORT: public API and internal routes. Default 3000. */
+  /** PORT: the public API (and the internal routes while ADMIN_PORT is unset). Default 3000. */
   port: number;
+  /**
+   * ADMIN_PORT: when set, `/internal/v1` is served only on this port (0: any free one) and answers
+   * 404 on PORT, so the operator's door is not on the public listener. Default unset: on PORT.
+   */
+  adminPort: number | undefined;
+  /** ADMIN_HOST: the address ADMIN_PORT listens on. Default 127.0.0.1 (this machine only). */
+  adminHost: string;
   /** GATEWAY_METRICS_PORT: `/metrics`, `/healthz`, `/readyz`. Default 9101. */
   metricsPort: number;
-  /** ADMIN_TOKEN: bearer of `/internal/v1`; while unset every internal route answers 401. Default unset. */
+  /**
+   * ADMIN_TOKEN: bearer of `/internal/v1`; while unset every internal route answers 401 (and each
+   * start says so). With NODE_ENV=production, at least `MIN_PRODUCTION_ADMIN_TOKEN` characters.
+   * Default unset.
+   */
   adminToken: string | undefined;
   /** RATE_LIMIT_PER_MINUTE: requests per sliding 60 s window per token. Default 100 (the contract). */
   rateLimitPerMinute: number;
@@ -19,14 +30,14 @@ export interface GatewayConfig extends CommonSettings {
    */
   sandboxDailyLimit: number;
   /**
-   * RETENTION_DAYS: idempotency keys claimed longer ago than this (all long expired: a key may be
-   * taken over after 24 hours) are removed in small batches (idempotency/idempotency.retention.ts).
-   * The dispatcher removes old deliveries and events under the same setting. Default 30.
+   * RETENTION_DAYS: activity log entries older than this are removed in small batches
+   * (activity/activity.retention.ts); the dispatcher removes old deliveries and events under the
+   * same setting. (Idempotency keys go sooner, when they expire at 24 hours.) Default 30.
    */
   retentionDays: number;
   /**
    * PORTAL_BASE_URL: the origin written into portal links (portal.md). Default unset: the link is
-   * `http://localhost:{the port the gateway listens on}`.
+   * `http://localhost:{PORT}`, the public port (never ADMIN_PORT: the link is for a customer).
    */
   portalBaseUrl: string | undefined;
   /** PORTAL_LINK_TTL_SECONDS: how long an unused portal link works. Default 600. */
@@ -52,11 +63,23 @@ export interface GatewayConfig extends CommonSettings {
 /** An origin as `frame-ancestors` takes it: scheme, host, optional port; nothing that could end the header. */
 const FRAME_ORIGIN = /^https?:\/\/(?:\*\.)?[A-Za-z0-9.-]+(?::\d{1,5})?$/;
 
+/**
+ * The shortest ADMIN_TOKEN production accepts: it opens every company's tokens, so it must not be
+ * guessable within the admin authentication limit; 32 characters of a random generator (e.g.
+ * `openssl rand -base64 32`, 44) are far beyond any guessing.
+ */
+export const MIN_PRODUCTION_ADMIN_TOKEN = 32;
+
+/** What ADMIN_TOKEN may be made of: visible ASCII, one run of it, as a bearer value is. */
+export const ADMIN_TOKEN_CHARS = /^[\x21-\x7e]+$/;
+
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
-  return loadSettings('gateway', env, (r) => ({
+  return loadSettings('gateway', env, (r, common) => ({
     port: r.int('PORT', 3000, 0, 65535),
+    adminPort: r.optionalInt('ADMIN_PORT', 0, 65535),
+    adminHost: r.string('ADMIN_HOST', '127.0.0.1'),
     metricsPort: r.int('GATEWAY_METRICS_PORT', 9101, 0, 65535),
-    adminToken: r.optional('ADMIN_TOKEN'),
+    adminToken: readAdminToken(r, common.production),
     rateLimitPerMinute: r.int('RATE_LIMIT_PER_MINUTE', 100, 1, 10_000_000),
     sandboxDailyLimit: r.int('SANDBOX_DAILY_LIMIT', 10_000, 0, 100_000_000),
     retentionDays: r.int('RETENTION_DAYS', 30, 1, 36_500),
@@ -85,4 +108,19 @@ function readFrameAncestors(r: SettingsReader): string[] {
   const bad = origins.filter((o) => !FRAME_ORIGIN.test(o));
   r.check('PORTAL_FRAME_ANCESTORS', bad.length === 0, `origins like https://www.example.com, separated by commas (not: ${bad.join(' ')})`);
   return bad.length === 0 ? origins : [];
+}
+
+function readAdminToken(r: SettingsReader, production: boolean): string | undefined {
+  const token = r.optional('ADMIN_TOKEN');
+  if (token === undefined) {
+    r.warn('ADMIN_TOKEN', 'ADMIN_TOKEN is unset: every /internal/v1 route answers 401');
+    return undefined;
+  }
+  // A bearer value is one run of visible characters: a token with others could never be presented.
+  r.check('ADMIN_TOKEN', ADMIN_TOKEN_CHARS.test(token), 'must be visible ASCII characters, without spaces');
+  if (production) {
+    // Its length only: the value is never repeated.
+    r.check('ADMIN_TOKEN', token.length >= MIN_PRODUCTION_ADMIN_TOKEN, `must be at least ${MIN_PRODUCTION_ADMIN_TOKEN} characters with NODE_ENV=production`);
+  }
+  return token;
 }

@@ -3,6 +3,7 @@ import type { Clock, Db } from '@svc/schema';
 import type { WebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
 import type { TokenCache } from './auth/token-cache';
+import type { AdminAuthLimiter } from './auth/admin-auth.limiter';
 import type { RateLimiter } from './rate-limit/rate-limiter';
 import type { GatewayMetrics } from './observability/gateway-metrics';
 import type { OutboxRelay } from './outbox/outbox.relay';
@@ -18,6 +19,8 @@ export interface GatewayDeps {
   rateLimiter: RateLimiter;
   /** The customer portal's: the same sliding window per session (PORTAL_RATE_LIMIT_PER_MINUTE). */
   portalRateLimiter: RateLimiter;
+  /** Failed admin authentications per client address. */
+  adminAuthLimiter: AdminAuthLimiter;
   outboxRelay: OutboxRelay;
   /** Queues the first attempts of resends (`reenviar`, `recuperar`) in batches. */
   resendRelay: ResendRelay;
@@ -26,4 +29,9 @@ export interface GatewayDeps {
   metrics: GatewayMetrics;
   logger: Logger;
   clock: Clock;
+  /**
+   * The public listener's port (PORT, or the one it took when PORT is 0): the default origin of a
+   * portal link, which is for a customer and so never names ADMIN_PORT.
+   */
+  publicPort(): number;
 }

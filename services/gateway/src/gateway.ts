@@ -4,16 +4,18 @@ import { closeServer, connectRedis, createLogger, createStopStack, listen, serve
 import { JOBS, lateExtraCaCerts, openDatabase, queueFor, systemClock, type Clock } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
-import { createApp } from './app';
+import { createAdminApp, createApp } from './app';
 import { answerClientErrors } from './http/client-error.handler';
 import type { GatewayDeps } from './deps';
 import { TokenCache } from './auth/token-cache';
+import { AdminAuthLimiter } from './auth/admin-auth.limiter';
 import { RateLimiter } from './rate-limit/rate-limiter';
 import { createGatewayMetrics } from './observability/gateway-metrics';
 import { createOutboxRelay, type OutboxRelayOptions } from './outbox/outbox.relay';
 import { pendingStats } from './outbox/outbox.repository';
 import { createResendRelay } from './deliveries/resend.relay';
 import { createIdempotencyRetention, type IdempotencyRetention } from './idempotency/idempotency.retention';
+import { createActivityRetention, type ActivityRetention } from './activity/activity.retention';
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -24,12 +26,18 @@ export interface GatewayOptions {
 
 export interface RunningGateway {
   deps: GatewayDeps;
+  /** The public listener (PORT). */
   server: Server;
   metricsServer: Server;
   port: number;
   metricsPort: number;
-  /** Removes idempotency keys past RETENTION_DAYS, every 10 minutes. */
+  /** With ADMIN_PORT: the listener that alone serves `/internal/v1`, and its port. */
+  adminServer: Server | undefined;
+  adminPort: number | undefined;
+  /** Removes expired idempotency keys (24 h) and their answers, every 10 minutes. */
   idempotencyRetention: IdempotencyRetention;
+  /** Removes activity entries past RETENTION_DAYS, every hour. */
+  activityRetention: ActivityRetention;
   /** Undoes start in reverse order; each step on its own, so one failure does not skip the rest. */
   stop(): Promise<void>;
 }
@@ -85,9 +93,12 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     undo.push('outbox relay', () => outboxRelay.stop());
     const resendRelay = createResendRelay({ queue: deliveryQueue, logger });
     undo.push('resend relay', () => resendRelay.drain());
-    const idempotencyRetention = createIdempotencyRetention({ db, logger, retentionDays: config.retentionDays });
+    const idempotencyRetention = createIdempotencyRetention({ db, logger });
     idempotencyRetention.start();
     undo.push('idempotency retention', () => idempotencyRetention.stop());
+    const activityRetention = createActivityRetention({ db, logger, retentionDays: config.retentionDays });
+    activityRetention.start();
+    undo.push('activity retention', () => activityRetention.stop());
 
     const sender = createWebhookSender({
       hostMap: config.dispatchHostMap,
@@ -96,6 +107,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     });
     undo.push('sender', () => sender.close());
 
+    let publicPort = config.port;
     const deps: GatewayDeps = {
       config,
       db,
@@ -103,6 +115,10 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       tokenCache,
       rateLimiter: new RateLimiter(redis, config.redisPrefix, config.rateLimitPerMinute),
       portalRateLimiter: new RateLimiter(redis, config.redisPrefix, config.portalRateLimitPerMinute),
+      adminAuthLimiter: new AdminAuthLimiter(redis, config.redisPrefix),
+      // PORT, or the port the public listener took when PORT is 0 (known once it listens, before
+      // any request can ask).
+      publicPort: () => publicPort,
       outboxRelay,
       resendRelay,
       sender,
@@ -113,28 +129,70 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
 
     const { server: metricsServer, port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis }, undo);
 
-    const server = createServer(deps);
+    // The operator's door first: the public port never serves a moment without its 404 for it.
+    const separateAdmin = config.adminPort !== undefined;
+    let adminServer: Server | undefined;
+    let adminPort: number | undefined;
+    if (config.adminPort !== undefined) {
+      const admin = createServer(createAdminApp(deps), deps);
+      adminPort = await listen(admin, config.adminPort, config.adminHost);
+      adminServer = admin;
+      undo.push('admin http server', () => closeServer(admin));
+    }
+
+    const server = createServer(createApp(deps, { internal: !separateAdmin }), deps);
     const port = await listen(server, config.port);
+    publicPort = port;
     undo.push('http server', () => closeServer(server));
 
-    logger.info({ port, metricsPort }, 'gateway listening');
-    return { deps, server, metricsServer, port, metricsPort, idempotencyRetention, stop };
+    logger.info({ port, metricsPort, ...(separateAdmin ? { adminPort, adminHost: config.adminHost } : {}) }, 'gateway listening');
+    return { deps, server, metricsServer, port, metricsPort, adminServer, adminPort, idempotencyRetention, activityRetention, stop };
   } catch (err) {
     await stop();
     throw err;
   }
 }
 
-/** Longer than the 60 s idle timeout of common load balancers, so they, not the gateway, close an idle connection. */
-const KEEP_ALIVE_TIMEOUT_MS = 65_000;
-/** Above the keep-alive timeout, as Node advises, so a request arriving as it ends is not cut off. */
-const HEADERS_TIMEOUT_MS = 66_000;
+/**
+ * How long a client may take to send a request's headers: a slow-headers client (slowloris) holds
+ * a socket for at most this. A real client sends its headers in one packet; 10 s covers a bad
+ * mobile link. Node's default is 60 s.
+ */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/**
+ * How long a client may take to send a whole request, body included (at most 1 MiB): 30 s is 35
+ * KB/s, a slow link, and bounds a slow-body client. Node's default is 300 s.
+ */
+export const REQUEST_TIMEOUT_MS = 30_000;
+/**
+ * How long an idle keep-alive connection stays open between requests. Long enough that a client
+ * sending a request every few seconds keeps its TLS and TCP setup; short enough that idle clients
+ * do not hold sockets by the thousand. A proxy in front must close idle connections sooner than
+ * this (or it may reuse one the gateway is closing).
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 15_000;
+/**
+ * Connections one gateway process holds at once; past it, a new connection is closed as it is
+ * accepted, so a flood of sockets cannot starve the ones being served of memory and descriptors.
+ * 100 times the 50 keep-alive connections that saturate a process's core (bench:gateway), at some
+ * tens of KB each.
+ */
+export const MAX_CONNECTIONS = 5_000;
+/**
+ * How often Node looks for connections past the two timeouts above: a timeout takes effect up to
+ * this late. Node's default of 30 s would make a 10 s headers timeout a 40 s one.
+ */
+export const CONNECTIONS_CHECK_INTERVAL_MS = 1_000;
 
-function createServer(deps: GatewayDeps): Server {
-  const app = createApp(deps);
+function createServer(app: ReturnType<typeof createApp>, deps: GatewayDeps): Server {
   // Node's own Host check answers an empty 400; the access log refuses it with the envelope instead.
-  const server = createHttpServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, requireHostHeader: false }, app);
+  const server = createHttpServer(
+    { keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectionsCheckingInterval: CONNECTIONS_CHECK_INTERVAL_MS, requireHostHeader: false },
+    app,
+  );
   server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.maxConnections = MAX_CONNECTIONS;
   answerClientErrors(server, deps.logger, deps.metrics);
   return server;
 }

@@ -1,40 +1,49 @@
 import { createCompany, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
 import { count, createOne, guia } from '../../../test/support/shipment-fixtures';
 import { createIdempotencyRetention } from '../src/idempotency/idempotency.retention';
+import { KEY_LIFETIME_HOURS } from '../src/idempotency/idempotency.repository';
 
-describe('idempotency keys past RETENTION_DAYS', () => {
+describe('idempotency keys past their 24 hours', () => {
   let fx: GatewayFixture;
 
   beforeAll(async () => {
+    // RETENTION_DAYS does not keep them: an answer holds a recipient's name, phone and address.
     fx = await startGatewayFixture('idem-retention', { env: { RETENTION_DAYS: '7' } });
   });
   afterAll(() => fx?.stop());
 
-  it('are removed in batches; younger keys (expired or live), shipments and their history stay', async () => {
-    expect(fx.gw.deps.config.retentionDays).toBe(7);
+  it('are deleted with their answers as soon as they expire, in batches; live keys, shipments and their history stay', async () => {
+    expect(KEY_LIFETIME_HOURS).toBe(24);
     const c = await createCompany(fx.gw, { planActivo: true, creditos: 100 });
     expect((await createOne(fx.gw, c.live, guia(1), 'pedido-live')).status).toBe(201);
-    // 250 keys claimed 8 days ago, 3 claimed 2 days ago (expired, but within retention).
+    // 250 keys claimed 8 days ago, 3 claimed 25 hours ago (expired, well within RETENTION_DAYS), 2
+    // claimed 23 hours ago (still answering).
     await fx.pool.query(
       `insert into idempotencia (scope, clave, request_hash, status_code, response, created_at)
        select 't:r', 'old-' || g, 'h', 201, '"{}"', now() - interval '8 days' from generate_series(1, 250) g`,
     );
     await fx.pool.query(
-      `insert into idempotencia (scope, clave, request_hash, created_at)
-       select 't:r', 'recent-' || g, 'h', now() - interval '2 days' from generate_series(1, 3) g`,
+      `insert into idempotencia (scope, clave, request_hash, status_code, response, created_at)
+       select 't:r', 'expired-' || g, 'h', 201, '"{\\"destinatario\\":\\"Ana\\"}"', now() - interval '25 hours' from generate_series(1, 3) g`,
     );
-    // The shipment is older than retention too: the customer's data is never removed.
+    await fx.pool.query(
+      `insert into idempotencia (scope, clave, request_hash, created_at)
+       select 't:r', 'live-' || g, 'h', now() - interval '23 hours' from generate_series(1, 2) g`,
+    );
+    // The shipment is older than everything: the customer's data is never removed.
     await fx.pool.query(`update guias set created_at = now() - interval '90 days'`);
     await fx.pool.query(`update guia_historial set fecha = now() - interval '90 days'`);
 
-    const retention = createIdempotencyRetention({ db: fx.gw.deps.db, logger: fx.gw.deps.logger, retentionDays: 7, batchSize: 100, pauseMs: 0 });
-    expect(await retention.runOnce()).toBe(250);
-    expect(await count(fx.pool, `select count(*) n from idempotencia where clave like 'old-%'`)).toBe(0);
-    expect(await count(fx.pool, `select count(*) n from idempotencia where clave like 'recent-%'`)).toBe(3);
+    const retention = createIdempotencyRetention({ db: fx.gw.deps.db, logger: fx.gw.deps.logger, batchSize: 100, pauseMs: 0 });
+    expect(await retention.runOnce()).toBe(253);
+    expect(await count(fx.pool, `select count(*) n from idempotencia where clave like 'old-%' or clave like 'expired-%'`)).toBe(0);
+    expect(await count(fx.pool, `select count(*) n from idempotencia where clave like 'live-%'`)).toBe(2);
     expect(await count(fx.pool, `select count(*) n from idempotencia where clave = 'pedido-live'`)).toBe(1);
     expect(await count(fx.pool, 'select count(*) n from guias where empresa_id = $1', [c.id])).toBe(1);
     expect(await count(fx.pool, 'select count(*) n from guia_historial')).toBeGreaterThanOrEqual(1);
-    // The gateway's own periodic pass uses the same setting.
-    expect(await fx.gw.idempotencyRetention.runOnce()).toBe(0);
+    // The gateway's own periodic pass does the same.
+    await fx.pool.query(`update idempotencia set created_at = now() - interval '24 hours 1 second' where clave = 'live-1'`);
+    expect(await fx.gw.idempotencyRetention.runOnce()).toBe(1);
+    expect(await count(fx.pool, 'select count(*) n from idempotencia')).toBe(2);
   });
 });

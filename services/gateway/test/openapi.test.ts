@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
@@ -35,7 +36,7 @@ import {
 } from '../../../test/support/test-gateway';
 import { requestId } from '../src/http/request-id.middleware';
 import { errorMiddleware, notFound } from '../src/http/error.middleware';
-import { OPENAPI_PATH, openApiDocument, openApiRouter } from '../src/openapi/openapi.routes';
+import { INTERNAL_OPENAPI_PATH, internalOpenApiDocument, OPENAPI_PATH, openApiDocument, openApiRouter } from '../src/openapi/openapi.routes';
 import { checkedAgent, ContractChecker, loadDocument, METHODS, sharedContractChecker, type Method, type OpenApi } from '../../../test/support/openapi-contract';
 
 const ROOT = join(__dirname, '../../..');
@@ -86,16 +87,37 @@ describe('the OpenAPI document (openapi/openapi.yaml)', () => {
     doc = await loadDocument();
   });
 
-  it('is a valid OpenAPI 3.1 document, as YAML and as the JSON the gateway serves', async () => {
+  it('is a valid OpenAPI 3.1 document, as YAML and as each JSON document the gateway serves', async () => {
     const fromYaml = await SwaggerParser.validate(YAML_PATH);
     expect((fromYaml as { openapi?: string }).openapi).toBe('3.1.0');
-    const fromJson = await SwaggerParser.validate(structuredClone(openApiDocument) as never);
-    expect((fromJson as { openapi?: string }).openapi).toBe('3.1.0');
+    for (const served of [openApiDocument, internalOpenApiDocument]) {
+      const fromJson = await SwaggerParser.validate(structuredClone(served) as never);
+      expect((fromJson as { openapi?: string }).openapi).toBe('3.1.0');
+    }
   });
 
-  it('is served exactly as written: the JSON equals the YAML (run `node openapi/build.mjs` after editing it)', () => {
-    const yaml = YAML.parse(readFileSync(YAML_PATH, 'utf8'), { maxAliasCount: -1 }) as unknown;
-    expect(openApiDocument).toEqual(yaml);
+  it('is served exactly as built from the YAML (run `node openapi/build.mjs` after editing it)', () => {
+    const check = spawnSync(process.execPath, [join(ROOT, 'openapi/build.mjs'), '--check'], { encoding: 'utf8' });
+    expect({ status: check.status, stderr: check.stderr }).toEqual({ status: 0, stderr: '' });
+    // Every path of the YAML is in exactly one of the two documents.
+    const yaml = YAML.parse(readFileSync(YAML_PATH, 'utf8'), { maxAliasCount: -1 }) as { paths: Record<string, unknown> };
+    const served = [...Object.keys(openApiDocument.paths as object), ...Object.keys(internalOpenApiDocument.paths as object)];
+    expect(served.sort()).toEqual(Object.keys(yaml.paths).sort());
+  });
+
+  it('the public document describes the public API only; the internal routes have their own', () => {
+    const pub = JSON.stringify(openApiDocument);
+    expect(Object.keys(openApiDocument.paths as object).filter((p) => p.startsWith('/internal'))).toEqual([]);
+    expect(pub).not.toContain('adminToken');
+    expect(pub).not.toContain('ADMIN_TOKEN');
+    expect(pub).not.toMatch(/"\/internal\//);
+    expect((openApiDocument.tags as Array<{ name: string }>).map((t) => t.name)).not.toContain('Internal');
+    expect(Object.keys(openApiDocument).filter((k) => k.startsWith('x-'))).toEqual([]);
+    const internal = internalOpenApiDocument as { paths: object; security: unknown; components: { securitySchemes: object } };
+    expect(Object.keys(internal.paths).every((p) => p.startsWith('/internal/v1/'))).toBe(true);
+    expect(Object.keys(internal.paths)).toContain(`/internal/v1${INTERNAL_OPENAPI_PATH}`);
+    expect(internal.security).toEqual([{ adminToken: [] }]);
+    expect(Object.keys(internal.components.securitySchemes)).toEqual(['adminToken']);
   });
 
   it('describes every request body with the very schema the gateway validates it with', () => {
@@ -286,6 +308,10 @@ describe('the gateway against its OpenAPI document', () => {
   });
 
   it('the internal routes: companies, credits, branches, tokens, branch webhooks, shipment events', async () => {
+    const ownDocument = await admin('get', INTERNAL_OPENAPI_PATH);
+    expect(ownDocument.status).toBe(200);
+    expect(ownDocument.body).toEqual(internalOpenApiDocument);
+    expect((await checker.send(gw.http, 'get', `/internal/v1${INTERNAL_OPENAPI_PATH}`, {})).status).toBe(401);
     const created = await admin('post', '/empresas', { nombre: 'Contrato S.A.', sucursalesHabilitadas: true, planActivo: true, creditos: 5 });
     expect(created.status).toBe(201);
     const id = created.body.data.id as string;
@@ -496,6 +522,12 @@ describe('the gateway against its OpenAPI document', () => {
     expect((await portal('post', `/sandbox/guias/${numero}/simular`, { body: { evento: 'GUIA_RECOLECTADA' } })).status).toBe(409);
     expect((await portal('get', `/sandbox/guias/${numero}`)).body.data.eventosPermitidos).toContain('GUIA_EN_BODEGA');
     expect((await portal('get', '/sandbox/guias/SVC0000000000')).status).toBe(404);
+
+    // Actividad: what the walk above did, newest first, a page at a time.
+    const actividad = await portal('get', '/actividad?limit=2');
+    expect(actividad.body.data.actividades.map((a: { accion: string }) => a.accion)).toEqual(['tokens.deleted', 'webhook.created']);
+    expect((await portal('get', `/actividad?cursor=${actividad.body.data.nextCursor as string}`)).status).toBe(200);
+    expect((await portal('get', '/actividad?cursor=nada')).status).toBe(400);
 
     // Another company's resources are not found; a company without branches has no Sucursales.
     const other = await admin('post', '/empresas', { nombre: 'Otra S.A.' });

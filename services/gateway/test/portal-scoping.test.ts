@@ -68,6 +68,10 @@ describe('the portal: a session sees and changes only its own company', () => {
     expect((await pb.get(`/sandbox/guias/${bSandbox}`)).body.data.estado).toBe('CREADA');
     expect((await pb.get('/sucursales')).body.data[0].tokensGeneradosEn).toBe(branchTokensAt);
     expect((await pa.get(`/webhooks/${NO_ID}?modo=live`)).status).toBe(404);
+    // Refused, so in nobody's activity log: B's holds only what B's own people and the operator did.
+    const bLog = await fx.pool.query<{ usuario: string }>('select usuario from actividad where empresa_id = $1', [b.id]);
+    expect(new Set(bLog.rows.map((r) => r.usuario))).toEqual(new Set(['operador', 'beto@b.gt', 'api']));
+    expect((await pb.get('/actividad')).body.data.actividades.every((e: { usuario: string }) => e.usuario !== 'ana@a.gt')).toBe(true);
   });
 
   it('lists only its own company’s webhooks, sandbox shipments and branches', async () => {
@@ -144,15 +148,16 @@ describe('the portal: a session sees and changes only its own company', () => {
     expect((await pa.get(`/sandbox/guias/${live.body.data.numeroGuia as string}`)).status).toBe(404);
   });
 
-  it('puts every action through the activity hook with the link’s usuario, never a token or a secret', async () => {
+  it('puts every action in its own company’s activity log with the link’s usuario, never a token or a secret', async () => {
     const created = await pa.send('post', '/webhooks?modo=test', { url: fx.receiver!.url('/actividad') });
     expect(created.status).toBe(201);
-    await pa.send('post', `/webhooks/${created.body.data.id as string}/secreto?modo=test`, {});
-    const lines = gw.logs.lines.filter((l) => l.includes('"portal activity"')).map((l) => JSON.parse(l) as Record<string, unknown>);
-    const acciones = lines.filter((l) => l.empresaId === a.id).map((l) => l.accion);
-    expect(acciones).toEqual(expect.arrayContaining(['SESION_INICIADA', 'TOKENS_GENERADOS', 'TOKENS_ELIMINADOS', 'WEBHOOK_CREADO', 'SECRETO_ROTADO']));
-    expect(new Set(lines.filter((l) => l.empresaId === a.id).map((l) => l.usuario))).toEqual(new Set(['ana@a.gt']));
-    expect(gw.logs.text()).not.toContain(created.body.data.secret as string);
-    expect(gw.logs.text()).not.toMatch(/svc_(live|test)_[A-Za-z0-9_-]{43}/);
+    const rotated = await pa.send('post', `/webhooks/${created.body.data.id as string}/secreto?modo=test`, {});
+    expect(rotated.status).toBe(200);
+    const rows = await fx.pool.query<{ usuario: string; accion: string }>('select usuario, accion from actividad where empresa_id = $1 and usuario <> $2', [a.id, 'operador']);
+    expect(rows.rows.map((r) => r.accion)).toEqual(expect.arrayContaining(['session.started', 'tokens.regenerated', 'webhook.created', 'webhook.secret_rotated']));
+    expect(new Set(rows.rows.map((r) => r.usuario))).toEqual(new Set(['ana@a.gt']));
+    const table = JSON.stringify((await fx.pool.query('select * from actividad')).rows);
+    for (const secret of [created.body.data.secret as string, rotated.body.data.secret as string]) expect(table).not.toContain(secret);
+    expect(table).not.toMatch(/svc_(live|test)_|whsec_/);
   });
 });

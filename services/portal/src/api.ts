@@ -227,13 +227,15 @@ export interface GuiaSandbox {
   }>;
 }
 
+/** One entry of the company's activity log (`GET /portal/v1/actividad`), newest first. */
 export interface Actividad {
   id: string;
   accion: string;
+  /** The portal link's `usuario`, `operador` (the courier's internal routes) or `api` (an API token). */
   usuario: string;
   sucursalId: string | null;
   webhookId: string | null;
-  detalle: unknown;
+  detalle: Record<string, unknown> | null;
   createdAt: string;
 }
 

@@ -195,6 +195,48 @@ export interface PortalSesionesTable {
   terminada_en: NullableTimestamp;
 }
 
+/**
+ * What the activity log records, a closed list (portal.md, Actividad, and the operator's own
+ * actions). The names are stored data: renaming one needs a migration of the rows.
+ */
+export const ACTIVITY_ACTIONS = [
+  // the operator's internal routes only
+  'company.created',
+  'company.changed',
+  'credits.added',
+  'branch.created',
+  'shipment.event',
+  // the operator's and the portal's (and, for webhooks, the API's)
+  'tokens.generated',
+  'tokens.regenerated',
+  'tokens.deleted',
+  'webhook.created',
+  'webhook.changed',
+  'webhook.deactivated',
+  'webhook.reactivated',
+  'webhook.secret_rotated',
+  'delivery.resent',
+  'deliveries.recovered',
+  'session.started',
+] as const;
+export type ActivityAction = (typeof ACTIVITY_ACTIONS)[number];
+
+/** One entry of the append-only activity log (migration 20261127120000); never a token or a secret. */
+export interface ActividadTable {
+  /** bigint identity, as text: the page cursor. */
+  id: Generated<string>;
+  empresa_id: string;
+  /** Who: "operador" (internal routes), the portal link's `usuario`, or "api". 1-200 characters. */
+  usuario: string;
+  accion: ActivityAction;
+  /** The branch the action was about (its tokens, its webhook), if any. */
+  sucursal_id: string | null;
+  webhook_id: string | null;
+  /** The action's parameters (a company's fields, a count, a shipment's event): JSON text on insert. */
+  detalle: Json<Record<string, unknown>> | null;
+  created_at: Timestamp;
+}
+
 export interface Database {
   empresas: EmpresasTable;
   sucursales: SucursalesTable;
@@ -209,6 +251,7 @@ export interface Database {
   idempotencia: IdempotenciaTable;
   portal_enlaces: PortalEnlacesTable;
   portal_sesiones: PortalSesionesTable;
+  actividad: ActividadTable;
 }
 
 export type Empresa = Selectable<EmpresasTable>;

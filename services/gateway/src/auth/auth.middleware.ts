@@ -1,11 +1,13 @@
-import type { RequestHandler } from 'express';
+import type { NextFunction, RequestHandler } from 'express';
+import type { Logger } from '@svc/observability';
 import { AppError, type Db } from '@svc/schema';
-import { hashToken, TOKEN_PREFIX } from './token';
+import type { AdminAuthLimiter, AdminStanding } from './admin-auth.limiter';
+import { ADMIN_TOKEN_CHARS } from '../config';
+import { hashToken, TOKEN_FORMAT } from './token';
 import type { TokenCache } from './token-cache';
 import { findPrincipalByHash } from './token.repository';
 import type { AuthEvents } from './auth-events';
 
-const PREFIXES = [TOKEN_PREFIX.live, TOKEN_PREFIX.test];
 const unauthorized = (why: string): AppError => new AppError('AUTH_REQUIRED', why);
 
 // RFC 9110 §11.1: the scheme is case-insensitive, separated from the credentials by spaces or tabs.
@@ -16,7 +18,7 @@ export function bearerValue(header: string): string | undefined {
   return BEARER.exec(header)?.[1];
 }
 
-/** The contract's steps 1-7: bearer value → SHA-256 → cache (60 s) → stored hashes. */
+/** The contract's steps 1-7: bearer value → its format → SHA-256 → cache (60 s) → stored hashes. */
 export function authenticate(db: Db, cache: TokenCache, events: AuthEvents): RequestHandler {
   return async (req, _res, next) => {
     const header = req.headers.authorization;
@@ -29,7 +31,8 @@ export function authenticate(db: Db, cache: TokenCache, events: AuthEvents): Req
       events.failure(/^[ \t]*bearer(?:[ \t]|$)/i.test(header) ? 'invalid' : 'scheme');
       throw unauthorized('the Authorization header must be Bearer <API_TOKEN>');
     }
-    if (!PREFIXES.some((p) => value.startsWith(p))) {
+    // What no issued token looks like costs no hash, cache entry or database lookup.
+    if (!TOKEN_FORMAT.test(value)) {
       events.failure('invalid');
       throw unauthorized('the token is invalid or unknown');
     }
@@ -52,14 +55,53 @@ export function authenticate(db: Db, cache: TokenCache, events: AuthEvents): Req
   };
 }
 
-/** The internal routes' guard: `Bearer <ADMIN_TOKEN>`, compared in constant time; unset = closed. */
-export function adminOnly(adminToken: string | undefined, compare: (a: string, b: string) => boolean): RequestHandler {
-  return (req, _res, next) => {
-    const header = req.headers.authorization;
-    const value = header === undefined ? undefined : bearerValue(header);
-    if (!adminToken || value === undefined || !compare(value, adminToken)) {
+export interface AdminGuardOptions {
+  /** ADMIN_TOKEN; unset = every internal route answers 401. */
+  token: string | undefined;
+  /** A constant-time comparison. */
+  compare: (a: string, b: string) => boolean;
+  limiter: AdminAuthLimiter;
+  logger: Logger;
+}
+
+/**
+ * The internal routes' guard: `Bearer <ADMIN_TOKEN>`, compared in constant time; unset = closed.
+ * Wrong tokens are counted per client address (AdminAuthLimiter): past the limit, 429 until the
+ * window ends, whatever the token, so a guesser learns nothing more. What cannot be the token (no
+ * header, another scheme, characters no ADMIN_TOKEN has) is refused at once, uncounted: it is no
+ * guess, and a refusal written in the request's own tick reaches even a request line Node drops the
+ * socket after (a `PRI` line, which the parser fuzz sends). Every failure is logged at warn level
+ * with the client's address, never the value.
+ */
+export function adminOnly(options: AdminGuardOptions): RequestHandler {
+  const { token, compare, limiter, logger } = options;
+  const held = (standing: AdminStanding, counted: boolean, where: Record<string, unknown>): AppError => {
+    // Once per window: the guess that used it up says the address is held; the rest would repeat it.
+    if (counted && standing.failures === limiter.limit + 1) logger.warn({ ...where, limit: limiter.limit }, 'admin authentication limited');
+    return new AppError('RATE_LIMIT_EXCEEDED', 'too many failed admin authentications from this address; retry later', {
+      'Retry-After': String(standing.retryAfterSeconds),
+    });
+  };
+  const guess = async (right: boolean, where: { address: string }, next: NextFunction): Promise<void> => {
+    const standing = right ? await limiter.check(where.address) : await limiter.failed(where.address);
+    if (standing.held) throw held(standing, !right, where);
+    if (!right) {
+      logger.warn({ ...where, reason: 'wrong', failures: standing.failures }, 'admin authentication failed');
       throw unauthorized('a valid admin token is required');
     }
     next();
+  };
+  // Not an async function: the refusals that need no Redis are thrown in the request's own tick.
+  return (req, _res, next) => {
+    // Closed: nothing to guess, nothing to count (each start already warns that it is unset).
+    if (!token) throw unauthorized('a valid admin token is required');
+    const where = { address: req.socket.remoteAddress ?? 'unknown', requestId: req.requestId, method: req.method, path: req.path };
+    const header = req.headers.authorization;
+    const value = header === undefined ? undefined : bearerValue(header);
+    if (value === undefined || !ADMIN_TOKEN_CHARS.test(value)) {
+      logger.warn({ ...where, reason: header === undefined ? 'missing' : value === undefined ? 'scheme' : 'malformed' }, 'admin authentication failed');
+      throw unauthorized('a valid admin token is required');
+    }
+    return guess(compare(value, token), where, next);
   };
 }

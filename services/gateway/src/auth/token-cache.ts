@@ -4,16 +4,21 @@ import type { Principal } from './principal';
 export interface TokenCacheOptions {
   /** Lifetime of an entry (the contract's 60 s). */
   ttlMs?: number;
-  /** Bound on memory: the oldest entries go first. */
+  /** Bound on memory of the valid entries: the oldest go first. */
   maxEntries?: number;
+  /**
+   * Bound on the entries of tokens known to be invalid, kept apart: any caller can make those by the
+   * thousand (well-formed random tokens), and in one shared bound they would push valid ones out.
+   */
+  maxInvalidEntries?: number;
   now?: () => number;
 }
 
 /** How long a revoked hash stays marked in Redis: longer than any instance may cache it. */
 export const REVOKED_TTL_SECONDS = 120;
 
-interface Entry {
-  value: Principal | null; // null: known to be invalid
+interface Entry<T> {
+  value: T;
   expiresAt: number;
 }
 
@@ -24,9 +29,12 @@ interface Entry {
  * refuses the old token on the very next request.
  */
 export class TokenCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, Entry<Principal>>();
+  /** Hashes known to be invalid (a lookup found nothing), apart from the valid ones. */
+  private readonly invalid = new Map<string, Entry<null>>();
   private readonly ttlMs: number;
   private readonly maxEntries: number;
+  private readonly maxInvalidEntries: number;
   private readonly now: () => number;
   /** Bumped on every invalidation: a lookup that started before one does not cache its result. */
   private epoch = 0;
@@ -40,6 +48,7 @@ export class TokenCache {
   ) {
     this.ttlMs = options.ttlMs ?? 60_000;
     this.maxEntries = options.maxEntries ?? 100_000;
+    this.maxInvalidEntries = options.maxInvalidEntries ?? 10_000;
     this.now = options.now ?? Date.now;
     this.channel = `${prefix}:auth:invalidate`;
   }
@@ -82,26 +91,25 @@ export class TokenCache {
 
   /** undefined: not cached; null: cached as invalid. */
   get(hash: string): Principal | null | undefined {
-    const entry = this.entries.get(hash);
-    if (!entry) return undefined;
-    if (entry.expiresAt <= this.now()) {
-      this.entries.delete(hash);
-      return undefined;
-    }
-    return entry.value;
+    return fresh(this.entries, hash, this.now()) ?? fresh(this.invalid, hash, this.now());
   }
 
+  /** Caches a lookup's result (null: no such token), unless an invalidation happened since it began. */
   set(hash: string, value: Principal | null, epochAtLookup: number): void {
     if (epochAtLookup !== this.epoch) return;
-    if (this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.keys().next();
-      if (!oldest.done) this.entries.delete(oldest.value);
-    }
-    this.entries.set(hash, { value, expiresAt: this.now() + this.ttlMs });
+    const expiresAt = this.now() + this.ttlMs;
+    if (value === null) put(this.invalid, this.maxInvalidEntries, hash, { value, expiresAt });
+    else put(this.entries, this.maxEntries, hash, { value, expiresAt });
+  }
+
+  /** How many entries of each kind are held (what the bounds bound). */
+  sizes(): { valid: number; invalid: number } {
+    return { valid: this.entries.size, invalid: this.invalid.size };
   }
 
   delete(hash: string): void {
     this.entries.delete(hash);
+    this.invalid.delete(hash);
     this.epoch++;
   }
 
@@ -120,9 +128,36 @@ export class TokenCache {
     this.epoch++;
     try {
       const hashes: unknown = JSON.parse(message);
-      if (Array.isArray(hashes)) for (const h of hashes) if (typeof h === 'string') this.entries.delete(h);
+      if (Array.isArray(hashes)) {
+        for (const h of hashes) {
+          if (typeof h !== 'string') continue;
+          this.entries.delete(h);
+          this.invalid.delete(h);
+        }
+      }
     } catch {
       this.entries.clear();
+      this.invalid.clear();
     }
   }
+}
+
+/** The entry's value while it lasts; an expired one is dropped. */
+function fresh<T>(map: Map<string, Entry<T>>, hash: string, now: number): T | undefined {
+  const entry = map.get(hash);
+  if (!entry) return undefined;
+  if (entry.expiresAt <= now) {
+    map.delete(hash);
+    return undefined;
+  }
+  return entry.value;
+}
+
+/** Sets the entry, making room first by dropping the map's oldest (insertion order) at its bound. */
+function put<T>(map: Map<string, Entry<T>>, max: number, hash: string, entry: Entry<T>): void {
+  if (!map.has(hash) && map.size >= max) {
+    const oldest = map.keys().next();
+    if (!oldest.done) map.delete(oldest.value);
+  }
+  map.set(hash, entry);
 }

@@ -3,6 +3,12 @@ import type { Modo } from '@svc/schema';
 
 export const TOKEN_PREFIX: Record<Modo, string> = { live: 'svc_live_', test: 'svc_test_' };
 
+/**
+ * What a token is (operations.md): `svc_live_` or `svc_test_` and at least 32 random bytes in URL-safe
+ * text, so at least 43 characters of base64url. Anything else is refused before any lookup.
+ */
+export const TOKEN_FORMAT = /^svc_(?:live|test)_[A-Za-z0-9_-]{43,}$/;
+
 /** `svc_live_` / `svc_test_` + 32 random bytes in base64url (43 characters). */
 export function generateToken(modo: Modo): string {
   return TOKEN_PREFIX[modo] + randomBytes(32).toString('base64url');

@@ -14,10 +14,12 @@ import {
   requireCompany,
 } from './company.service';
 import { sendJson } from '../http/send-json';
+import { OPERATOR } from '../activity/activity.repository';
 
 /**
  * The customer portal's actions on companies, branches, credits and tokens, under `/internal/v1`
- * behind the admin token: the operator's stand-in for the portal.
+ * behind the admin token: the operator's stand-in for the portal. Each action is in the activity log
+ * as OPERATOR's, written in its own transaction.
  */
 export function mountCompanyInternalRoutes(router: Router, deps: GatewayDeps): void {
   const { db } = deps;
@@ -29,7 +31,7 @@ export function mountCompanyInternalRoutes(router: Router, deps: GatewayDeps): v
 
   route(router, '/empresas', {
     post: async (req, res) => {
-      const empresa = await createCompany(db, validateEmpresaCreate(req.body));
+      const empresa = await createCompany(db, validateEmpresaCreate(req.body), OPERATOR);
       sendJson(res, 201, { success: true, data: await present(empresa) });
     },
   });
@@ -41,7 +43,7 @@ export function mountCompanyInternalRoutes(router: Router, deps: GatewayDeps): v
     },
     patch: async (req, res) => {
       const body = validateEmpresaPatch(req.body);
-      const empresa = await patchCompany(deps, String(req.params.id), body);
+      const empresa = await patchCompany(deps, String(req.params.id), body, OPERATOR);
       sendJson(res, 200, { success: true, data: await present(empresa) });
     },
   });
@@ -49,7 +51,7 @@ export function mountCompanyInternalRoutes(router: Router, deps: GatewayDeps): v
   route(router, '/empresas/:id/creditos', {
     post: async (req, res) => {
       const { cantidad } = validateCreditos(req.body);
-      const creditos = await addCompanyCredits(db, String(req.params.id), cantidad);
+      const creditos = await addCompanyCredits(db, String(req.params.id), cantidad, OPERATOR);
       sendJson(res, 200, { success: true, data: { creditos } });
     },
   });
@@ -57,7 +59,7 @@ export function mountCompanyInternalRoutes(router: Router, deps: GatewayDeps): v
   route(router, '/empresas/:id/sucursales', {
     post: async (req, res) => {
       const { nombre } = validateSucursalCreate(req.body);
-      const sucursal = await createBranch(db, String(req.params.id), nombre);
+      const sucursal = await createBranch(db, String(req.params.id), nombre, OPERATOR);
       sendJson(res, 201, { success: true, data: { id: sucursal.id, nombre: sucursal.nombre } });
     },
   });
@@ -65,10 +67,10 @@ export function mountCompanyInternalRoutes(router: Router, deps: GatewayDeps): v
   for (const path of ['/empresas/:id/tokens', '/empresas/:id/sucursales/:sid/tokens']) {
     route(router, path, {
       post: async (req, res) => {
-        sendJson(res, 201, { success: true, data: await issueTokens(deps, owner(req.params)) });
+        sendJson(res, 201, { success: true, data: await issueTokens(deps, owner(req.params), OPERATOR) });
       },
       delete: async (req, res) => {
-        sendJson(res, 200, { success: true, data: { eliminados: await deleteTokens(deps, owner(req.params)) } });
+        sendJson(res, 200, { success: true, data: { eliminados: await deleteTokens(deps, owner(req.params), OPERATOR) } });
       },
     });
   }

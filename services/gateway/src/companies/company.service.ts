@@ -3,6 +3,7 @@ import type { GatewayDeps } from '../deps';
 import { generateToken, hashToken } from '../auth/token';
 import { hashesOfCompany, replaceTokens } from '../auth/token.repository';
 import type { TokenCache } from '../auth/token-cache';
+import { recordActivity, type ActivityDetail } from '../activity/activity.repository';
 import { addCredits, findBranch, findCompany, insertBranch, insertCompany, lockCompany, updateCompany } from './company.repository';
 
 /** The company as the portal's routes show it; `today` is Postgres's day in Guatemala (guatemalaToday). */
@@ -45,17 +46,32 @@ function requireBranchesEnabled(e: Empresa): void {
   if (!e.sucursales_habilitadas) throw new AppError('SUCURSALES_DESHABILITADAS', 'branches are not enabled for this company');
 }
 
-export function createCompany(db: Db, fields: EmpresaFields): Promise<Empresa> {
-  return insertCompany(db, fields);
+/** A company's fields as the activity log keeps them: what was given, by its API name (none is a secret). */
+function fieldsDetail(fields: Partial<EmpresaFields>): ActivityDetail {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as ActivityDetail;
+}
+
+/** Creates the company; `usuario` (who) goes to the activity log with it. */
+export function createCompany(db: Db, fields: EmpresaFields, usuario: string): Promise<Empresa> {
+  return db.transaction().execute(async (trx) => {
+    const empresa = await insertCompany(trx, fields);
+    await recordActivity(trx, { empresaId: empresa.id, usuario, accion: 'company.created', detalle: fieldsDetail(fields) });
+    return empresa;
+  });
 }
 
 export async function patchCompany(
   deps: Pick<GatewayDeps, 'db' | 'tokenCache'>,
   id: string,
   fields: Partial<EmpresaFields>,
+  usuario: string,
 ): Promise<Empresa> {
   const current = await requireCompany(deps.db, id);
-  const empresa = await updateCompany(deps.db, current.id, fields);
+  const empresa = await deps.db.transaction().execute(async (trx) => {
+    const updated = await updateCompany(trx, current.id, fields);
+    if (updated) await recordActivity(trx, { empresaId: updated.id, usuario, accion: 'company.changed', detalle: fieldsDetail(fields) });
+    return updated;
+  });
   if (!empresa) throw new AppError('NOT_FOUND', 'no such company');
   // Cached principals carry the company's name and branch setting: drop them everywhere.
   await deps.tokenCache.invalidate(await hashesOfCompany(deps.db, empresa.id), { revoke: false });
@@ -63,9 +79,13 @@ export async function patchCompany(
 }
 
 /** Adds to the balance; the new balance. */
-export async function addCompanyCredits(db: Db, id: string, cantidad: number): Promise<number> {
+export async function addCompanyCredits(db: Db, id: string, cantidad: number, usuario: string): Promise<number> {
   const empresa = await requireCompany(db, id);
-  const creditos = await addCredits(db, empresa.id, cantidad, MAX_CREDITOS);
+  const creditos = await db.transaction().execute(async (trx) => {
+    const balance = await addCredits(trx, empresa.id, cantidad, MAX_CREDITOS);
+    if (balance !== undefined) await recordActivity(trx, { empresaId: empresa.id, usuario, accion: 'credits.added', detalle: { cantidad, creditos: balance } });
+    return balance;
+  });
   // The company exists (just read), so only the bound refused it.
   if (creditos === undefined) {
     throw new AppError('VALIDATION_ERROR', `cantidad would take the balance over ${MAX_CREDITOS} credits`);
@@ -73,10 +93,14 @@ export async function addCompanyCredits(db: Db, id: string, cantidad: number): P
   return creditos;
 }
 
-export async function createBranch(db: Db, empresaId: string, nombre: string): Promise<Sucursal> {
+export async function createBranch(db: Db, empresaId: string, nombre: string, usuario: string): Promise<Sucursal> {
   const empresa = await requireCompany(db, empresaId);
   requireBranchesEnabled(empresa);
-  return insertBranch(db, empresa.id, nombre);
+  return db.transaction().execute(async (trx) => {
+    const sucursal = await insertBranch(trx, empresa.id, nombre);
+    await recordActivity(trx, { empresaId: empresa.id, usuario, accion: 'branch.created', sucursalId: sucursal.id, detalle: { nombre } });
+    return sucursal;
+  });
 }
 
 /** A company's or a branch's token owner, as the portal's routes name it. */
@@ -89,7 +113,7 @@ export interface TokenOwner {
  * Generates (or regenerates) the owner's pair: the company must be verified and, for a branch,
  * have branches enabled. The old pair stops working at once on every gateway.
  */
-export async function issueTokens(deps: Pick<GatewayDeps, 'db' | 'tokenCache'>, owner: TokenOwner): Promise<Record<Modo, string>> {
+export async function issueTokens(deps: Pick<GatewayDeps, 'db' | 'tokenCache'>, owner: TokenOwner, usuario: string): Promise<Record<Modo, string>> {
   const empresa = await requireCompany(deps.db, owner.empresaId);
   requireVerified(empresa);
   let sucursalId: string | null = null;
@@ -97,16 +121,17 @@ export async function issueTokens(deps: Pick<GatewayDeps, 'db' | 'tokenCache'>, 
     requireBranchesEnabled(empresa);
     sucursalId = (await requireBranch(deps.db, empresa.id, owner.sucursalId)).id;
   }
-  return rotateTokens(deps.db, deps.tokenCache, { empresaId: empresa.id, sucursalId });
+  return rotateTokens(deps.db, deps.tokenCache, { empresaId: empresa.id, sucursalId }, usuario);
 }
 
 /** Deletes the owner's pair; how many tokens stopped working. */
-export async function deleteTokens(deps: Pick<GatewayDeps, 'db' | 'tokenCache'>, owner: TokenOwner): Promise<number> {
+export async function deleteTokens(deps: Pick<GatewayDeps, 'db' | 'tokenCache'>, owner: TokenOwner, usuario: string): Promise<number> {
   const empresa = await requireCompany(deps.db, owner.empresaId);
   const sucursalId = owner.sucursalId === null ? null : (await requireBranch(deps.db, empresa.id, owner.sucursalId)).id;
   return deps.db.transaction().execute(async (trx) => {
     await lockCompany(trx, empresa.id);
     const old = await replaceTokens(trx, { empresaId: empresa.id, sucursalId }, null);
+    await recordActivity(trx, { empresaId: empresa.id, usuario, accion: 'tokens.deleted', sucursalId, detalle: { eliminados: old.length } });
     await deps.tokenCache.invalidate(old, { revoke: true });
     return old.length;
   });
@@ -120,6 +145,7 @@ async function rotateTokens(
   db: Db,
   cache: TokenCache,
   owner: { empresaId: string; sucursalId: string | null },
+  usuario: string,
 ): Promise<Record<Modo, string>> {
   const tokens = { live: generateToken('live'), test: generateToken('test') };
   const hashes = { live: hashToken(tokens.live), test: hashToken(tokens.test) };
@@ -128,6 +154,8 @@ async function rotateTokens(
     // the other's, against the unique index): each succeeds, and the last to commit wins.
     await lockCompany(trx, owner.empresaId);
     const old = await replaceTokens(trx, owner, hashes);
+    // Which pair, never its values.
+    await recordActivity(trx, { empresaId: owner.empresaId, usuario, accion: old.length > 0 ? 'tokens.regenerated' : 'tokens.generated', sucursalId: owner.sucursalId });
     await cache.invalidate(old, { revoke: true });
   });
   return tokens;

@@ -2,6 +2,7 @@ import { AppError, isUuid, type DeliveryJob, type Modo, type RecoveryRequest, ty
 import type { GatewayDeps } from '../deps';
 import type { CompanyScope } from '../companies/company-scope';
 import { eventFields } from '../outbox/outbox.repository';
+import { recordActivity } from '../activity/activity.repository';
 import { lockWebhook } from '../webhooks/webhook.repository';
 import { requireWebhook } from '../webhooks/webhook.service';
 import {
@@ -71,9 +72,9 @@ function firstAttempt(w: Webhook, d: Resent, requestId: string): DeliveryJob {
  * Sends a delivery's event again to its webhook, now, with the webhook's current URL and secret: a
  * new delivery (new id) with the same event, `reenvioDe` = the original, and the usual attempts.
  * Written under the webhook's lock (so it sees `activo` as it is, and a concurrent recovery sees it),
- * then its first attempt is queued.
+ * with its entry in the activity log (`usuario`: who asked), then its first attempt is queued.
  */
-export async function resendDelivery(deps: Deps, scope: CompanyScope, id: string, entregaId: string, requestId: string) {
+export async function resendDelivery(deps: Deps, scope: CompanyScope, id: string, entregaId: string, requestId: string, usuario: string) {
   const w = await requireWebhook(deps.db, scope, id);
   if (!isUuid(entregaId)) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
   const resent = await deps.db.transaction().execute(async (trx) => {
@@ -84,6 +85,14 @@ export async function resendDelivery(deps: Deps, scope: CompanyScope, id: string
     if (original.estado === 'pendiente') throw new AppError('DELIVERY_PENDING', 'the delivery still has attempts left');
     const made = await insertResend(trx, w.id, original.id, eventFields);
     if (!made) throw new AppError('NOT_FOUND', 'the event of this delivery is no longer kept');
+    await recordActivity(trx, {
+      empresaId: scope.empresaId,
+      usuario,
+      accion: 'delivery.resent',
+      sucursalId: locked.sucursal_id,
+      webhookId: w.id,
+      detalle: { entregaId: made.id, reenvioDe: original.id, evento: made.evento },
+    });
     return made;
   });
   await deps.resendRelay.enqueue([firstAttempt(w, resent, requestId)]);
@@ -104,16 +113,26 @@ export function recoveryWindow(body: RecoveryRequest, now: Date): RecoveryWindow
  * Resends every failed delivery of the webhook created in the window that is not a resend and has
  * none yet. The resends are written in one statement under the webhook's lock, so two recoveries
  * of the same window, even at once, resend each delivery once; the answer comes as soon as they are
- * committed, and their first attempts are queued in batches behind it (`ResendRelay`).
+ * committed, and their first attempts are queued in batches behind it (`ResendRelay`). The recovery
+ * is in the activity log (`usuario`: who asked) with its window and count, in the same transaction.
  */
-export async function recoverDeliveries(deps: Deps, scope: CompanyScope, id: string, body: RecoveryRequest, now: Date, requestId: string) {
+export async function recoverDeliveries(deps: Deps, scope: CompanyScope, id: string, body: RecoveryRequest, now: Date, requestId: string, usuario: string) {
   const window = recoveryWindow(body, now);
   const w = await requireWebhook(deps.db, scope, id);
   const resends = await deps.db.transaction().execute(async (trx) => {
     const locked = await lockWebhook(trx, scope.empresaId, w.id);
     if (!locked) throw new AppError('NOT_FOUND', 'no such webhook');
     if (!locked.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
-    return insertRecoveryResends(trx, w.id, window, eventFields);
+    const made = await insertRecoveryResends(trx, w.id, window, eventFields);
+    await recordActivity(trx, {
+      empresaId: scope.empresaId,
+      usuario,
+      accion: 'deliveries.recovered',
+      sucursalId: locked.sucursal_id,
+      webhookId: w.id,
+      detalle: { desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), reenviadas: made.length },
+    });
+    return made;
   });
   // Answered now; the jobs follow in batches.
   if (resends.length > 0) void deps.resendRelay.enqueue(resends.map((d) => firstAttempt(w, d, requestId)));

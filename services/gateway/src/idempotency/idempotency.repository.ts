@@ -1,6 +1,14 @@
 import { sql } from 'kysely';
 import type { Db, Transaction } from '@svc/schema';
 
+/**
+ * How long a key holds its answer (operations.md: the same key with the same body within 24 hours
+ * answers the first response again). Past it a key may be taken over, and its answer, which holds a
+ * recipient's name, phone and address, is deleted.
+ */
+export const KEY_LIFETIME_HOURS = 24;
+const KEY_LIFETIME = sql.raw(`interval '${KEY_LIFETIME_HOURS} hours'`);
+
 export interface StoredAnswer {
   requestHash: string;
   statusCode: number | null;
@@ -21,7 +29,7 @@ export async function claimKey(trx: Transaction, scope: string, clave: string, r
       oc
         .columns(['scope', 'clave'])
         .doUpdateSet({ request_hash: requestHash, status_code: null, response: null, created_at: sql<Date>`now()` })
-        .where('idempotencia.created_at', '<', sql<Date>`now() - interval '24 hours'`),
+        .where('idempotencia.created_at', '<', sql<Date>`now() - ${KEY_LIFETIME}`),
     )
     .returning('clave')
     .executeTakeFirst();
@@ -51,15 +59,15 @@ export async function storeAnswer(trx: Transaction, scope: string, clave: string
 }
 
 /**
- * Retention: removes up to `limit` keys claimed more than `retentionDays` ago (RETENTION_DAYS, at
- * least 1: every such key has expired, a key being taken over after 24 hours), oldest first along
- * `idempotencia_created_idx`, skipping any a request holds. Returns how many went.
+ * Removes up to `limit` expired keys (claimed more than KEY_LIFETIME_HOURS ago) with their answers,
+ * oldest first along `idempotencia_created_idx`, skipping any a request holds (one taking the key
+ * over). Returns how many went.
  */
-export async function removeExpiredKeys(db: Db, retentionDays: number, limit: number): Promise<number> {
+export async function removeExpiredKeys(db: Db, limit: number): Promise<number> {
   const result = await sql`
     with doomed as (
       select scope, clave from idempotencia
-      where created_at < now() - make_interval(days => ${retentionDays})
+      where created_at < now() - ${KEY_LIFETIME}
       order by created_at
       limit ${limit}
       for update skip locked

@@ -1,6 +1,6 @@
 import { createPeriodicTask, type Logger } from '@svc/observability';
 import type { Db } from '@svc/schema';
-import { removeExpiredKeys } from './idempotency.repository';
+import { KEY_LIFETIME_HOURS, removeExpiredKeys } from './idempotency.repository';
 
 export interface IdempotencyRetention {
   /** A first pass after `firstDelayMs`, then one every `intervalMs`. */
@@ -14,8 +14,6 @@ export interface IdempotencyRetention {
 export interface IdempotencyRetentionOptions {
   db: Db;
   logger: Logger;
-  /** RETENTION_DAYS: keys claimed longer ago than this go. */
-  retentionDays: number;
   /** Between two passes. Default INTERVAL_MS. */
   intervalMs?: number;
   /** Before the first pass. Default FIRST_DELAY_MS. */
@@ -26,7 +24,7 @@ export interface IdempotencyRetentionOptions {
   pauseMs?: number;
 }
 
-/** Keys live for days: a pass every 10 minutes keeps the table near its retention at little cost. */
+/** A pass every 10 minutes: an answer outlives its key (24 hours) by at most that, at little cost. */
 const INTERVAL_MS = 600_000;
 /** A minute after start, so a starting gateway serves before it cleans. */
 const FIRST_DELAY_MS = 60_000;
@@ -38,12 +36,14 @@ const PAUSE_MS = 50;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Bounds `idempotencia` (RETENTION_DAYS), the gateway's own table: the same small batched deletes
- * as the dispatcher's retention (services/dispatcher/src/retention), each a short statement that
- * skips keys a request holds, so a creation never waits on it. Any number of gateways may run it.
+ * Deletes idempotency keys once they expire (KEY_LIFETIME_HOURS, 24): their answers hold recipients'
+ * names, phones and addresses, which nothing needs after the key stops answering. The same small
+ * batched deletes as the dispatcher's retention (services/dispatcher/src/retention), each a short
+ * statement that skips keys a request holds, so a creation never waits on it. Any number of gateways
+ * may run it.
  */
 export function createIdempotencyRetention(options: IdempotencyRetentionOptions): IdempotencyRetention {
-  const { db, logger, retentionDays } = options;
+  const { db, logger } = options;
   const intervalMs = options.intervalMs ?? INTERVAL_MS;
   const firstDelayMs = options.firstDelayMs ?? FIRST_DELAY_MS;
   const batchSize = options.batchSize ?? BATCH_SIZE;
@@ -54,12 +54,12 @@ export function createIdempotencyRetention(options: IdempotencyRetentionOptions)
   async function runOnce(): Promise<number> {
     let total = 0;
     while (!task.stopped()) {
-      const gone = await removeExpiredKeys(db, retentionDays, batchSize);
+      const gone = await removeExpiredKeys(db, batchSize);
       total += gone;
       if (gone < batchSize) break;
       await sleep(pauseMs);
     }
-    if (total > 0) logger.info({ idempotencia: total, retentionDays }, 'retention: idempotency keys past RETENTION_DAYS removed');
+    if (total > 0) logger.info({ idempotencia: total, hours: KEY_LIFETIME_HOURS }, 'retention: expired idempotency keys and their answers removed');
     return total;
   }
 

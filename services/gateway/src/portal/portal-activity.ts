@@ -1,54 +1,33 @@
-import type { Logger } from '@svc/observability';
-import type { PortalSession } from './portal-session.middleware';
+import type { ActivityAction, Db, Transaction } from '@svc/schema';
+import { recordActivity, type ActivityDetail } from '../activity/activity.repository';
 
-/**
- * What the portal does on a company's behalf, as portal.md's Actividad lists it: tokens generated,
- * regenerated or deleted (company or branch), webhooks created, changed, deactivated or reactivated,
- * secrets rotated, resends and recoveries, sessions started.
- */
-export type PortalAction =
-  | 'TOKENS_GENERADOS'
-  | 'TOKENS_REGENERADOS'
-  | 'TOKENS_ELIMINADOS'
-  | 'WEBHOOK_CREADO'
-  | 'WEBHOOK_MODIFICADO'
-  | 'WEBHOOK_DESACTIVADO'
-  | 'WEBHOOK_REACTIVADO'
-  | 'SECRETO_ROTADO'
-  | 'ENTREGA_REENVIADA'
-  | 'ENTREGAS_RECUPERADAS'
-  | 'SESION_INICIADA';
+/** Whom a portal action is recorded as: the session's company and the `usuario` of its link. */
+export interface PortalActor {
+  empresaId: string;
+  usuario: string;
+}
 
-/** What an action touched; never a token or a secret. */
+/** What an action touched; never a token or a secret (recordActivity refuses one). */
 export interface PortalActivityDetail {
   sucursalId?: string | null;
   webhookId?: string | null;
-  /** A short, secret-free description (the mode, the URL, the number resent...). */
-  detalle?: Record<string, unknown>;
+  detalle?: ActivityDetail;
 }
 
 /**
- * Every portal action goes through here, with the `usuario` of the link the session came from. Until
- * the activity log (`actividad`) exists it is written to the gateway's log only; wiring it to the log's
- * repository is this one function.
+ * A portal action of its own (the session's start) in the activity log, with the link's `usuario`:
+ * give it the transaction of the action, so the entry exists exactly when the action does. The
+ * portal's other actions are the other features' (tokens, webhooks, resends, recoveries): their
+ * service functions take the session's `usuario` and write the entry in their own transaction, so
+ * each action is in the log once, whichever door it came through.
  */
-export function recordPortalActivity(
-  deps: { logger: Logger },
-  session: Pick<PortalSession, 'id' | 'empresaId' | 'usuario'>,
-  accion: PortalAction,
-  detail: PortalActivityDetail = {},
-): Promise<void> {
-  deps.logger.info(
-    {
-      accion,
-      usuario: session.usuario,
-      empresaId: session.empresaId,
-      portalSessionId: session.id,
-      sucursalId: detail.sucursalId ?? null,
-      webhookId: detail.webhookId ?? null,
-      detalle: detail.detalle ?? null,
-    },
-    'portal activity',
-  );
-  return Promise.resolve();
+export function recordPortalActivity(db: Db | Transaction, actor: PortalActor, accion: ActivityAction, detail: PortalActivityDetail = {}): Promise<void> {
+  return recordActivity(db, {
+    empresaId: actor.empresaId,
+    usuario: actor.usuario,
+    accion,
+    sucursalId: detail.sucursalId ?? null,
+    webhookId: detail.webhookId ?? null,
+    detalle: detail.detalle ?? null,
+  });
 }

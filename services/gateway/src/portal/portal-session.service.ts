@@ -3,6 +3,7 @@ import { AppError, type Db } from '@svc/schema';
 import { hashToken, safeEqual } from '../auth/token';
 import { requireCompany } from '../companies/company.service';
 import { endCompanySessions, insertLink, insertSession, pruneCompany, takeLink, touchSession, type PortalSessionRow } from './portal-session.repository';
+import { recordPortalActivity } from './portal-activity';
 
 /** A session ends after this long without a request (portal.md). */
 export const PORTAL_IDLE_MS = 30 * 60_000;
@@ -56,13 +57,19 @@ export interface StartedSession {
   secret: string;
 }
 
-/** Trades a link's secret for a session (once), or 401 AUTH_REQUIRED for a used, expired or unknown link. */
+/**
+ * Trades a link's secret for a session (once), or 401 AUTH_REQUIRED for a used, expired or unknown
+ * link. The session's start is in the activity log (`session.started`, the link's `usuario`), written
+ * in the same transaction.
+ */
 export async function startPortalSession(db: Db, linkSecret: string, now: Date): Promise<StartedSession> {
   const secret = newSecret();
   const session = await db.transaction().execute(async (trx) => {
     const link = await takeLink(trx, hashToken(linkSecret), now);
     if (!link) return undefined;
-    return insertSession(trx, { ...link, hash: hashToken(secret), now, expiraEn: new Date(now.getTime() + PORTAL_ABSOLUTE_MS) });
+    const started = await insertSession(trx, { ...link, hash: hashToken(secret), now, expiraEn: new Date(now.getTime() + PORTAL_ABSOLUTE_MS) });
+    await recordPortalActivity(trx, started, 'session.started');
+    return started;
   });
   if (!session) throw new AppError('AUTH_REQUIRED', LINK_INVALID_MESSAGE);
   return { session, secret };

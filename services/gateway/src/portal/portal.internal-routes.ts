@@ -13,8 +13,9 @@ export function mountPortalInternalRoutes(router: Router, deps: GatewayDeps): vo
   route(router, '/empresas/:id/portal', {
     post: async (req, res) => {
       const { usuario } = validatePortalLinkRequest(req.body);
-      // PORTAL_BASE_URL, else this gateway on localhost (PORT, or the port it took when PORT is 0).
-      const origin = deps.config.portalBaseUrl ?? `http://localhost:${deps.config.port || req.socket.localPort}`;
+      // PORTAL_BASE_URL, else this gateway's public port on localhost: never the port this request
+      // came in on, which is ADMIN_PORT when that is set.
+      const origin = deps.config.portalBaseUrl ?? `http://localhost:${deps.publicPort()}`;
       const link = await issuePortalLink(deps.db, {
         empresaId: String(req.params.id),
         usuario,

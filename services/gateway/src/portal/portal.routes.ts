@@ -16,12 +16,12 @@ import {
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
 import { jsonBody } from '../http/body.middleware';
-import { singleParam } from '../http/query-params';
+import { pageParams, singleParam } from '../http/query-params';
 import { route } from '../http/route-table';
 import { sendJson } from '../http/send-json';
 import type { RateLimiter } from '../rate-limit/rate-limiter';
 import { nextEstado } from '../shipments/shipment-state';
-import { recordPortalActivity } from './portal-activity';
+import { listActivity } from '../activity/activity.repository';
 import { clearSessionCookie, portalSession, sessionOf, setSessionCookie, type PortalSession } from './portal-session.middleware';
 import { csrfTokenOf, PORTAL_IDLE_MS, startPortalSession } from './portal-session.service';
 import { endSession } from './portal-session.repository';
@@ -65,10 +65,14 @@ const TRANSITIONS = SHIPMENT_EVENTS.filter((e): e is Exclude<ShipmentEvent, 'GUI
 
 const ok = (res: Response, status: number, data: unknown): void => sendJson(res, status, { success: true, data });
 
+/** Who a portal action is recorded as in the activity log: the `usuario` of the session's link. */
+const usuarioOf = (req: Request): string => sessionOf(req).usuario;
+
 /**
  * The customer portal's API (portal.md), under `/portal/v1`: the session's exchange, then everything
  * the pages do, each through the same service as `/api/v1` and the internal routes, for the session's
- * own company only. Every action is recorded with the link's `usuario` (`recordPortalActivity`).
+ * own company only. Every action is in the activity log once, with the link's `usuario`: the service
+ * functions write it in the action's own transaction (the session's start: `startPortalSession`).
  */
 export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: RateLimiter): void {
   const guard = portalSession(deps, limiter);
@@ -82,7 +86,6 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
         const { enlace } = validatePortalSessionRequest(req.body);
         const { session, secret } = await startPortalSession(deps.db, enlace, now());
         setSessionCookie(req, res, secret);
-        await recordPortalActivity(deps, session, 'SESION_INICIADA');
         const empresa = await companies.requireCompany(deps.db, session.empresaId);
         ok(res, 201, sessionView(empresa, { ...session, secret }));
       },
@@ -129,15 +132,10 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
   // ---- Tokens (the company's, and a branch's) ------------------------------------------------------
   type Owner = { empresaId: string; sucursalId: string | null };
   const issue = async (req: Request, res: Response, o: Owner) => {
-    const before = await tokenPairGeneratedAt(deps.db, o);
-    const pair = await companies.issueTokens(deps, o);
-    await recordPortalActivity(deps, sessionOf(req), before ? 'TOKENS_REGENERADOS' : 'TOKENS_GENERADOS', { sucursalId: o.sucursalId });
-    ok(res, 201, pair);
+    ok(res, 201, await companies.issueTokens(deps, o, usuarioOf(req)));
   };
   const remove = async (req: Request, res: Response, o: Owner) => {
-    const eliminados = await companies.deleteTokens(deps, o);
-    await recordPortalActivity(deps, sessionOf(req), 'TOKENS_ELIMINADOS', { sucursalId: o.sucursalId, detalle: { eliminados } });
-    ok(res, 200, { eliminados });
+    ok(res, 200, { eliminados: await companies.deleteTokens(deps, o, usuarioOf(req)) });
   };
   const company = (req: Request): Owner => ({ empresaId: sessionOf(req).empresaId, sucursalId: null });
 
@@ -159,10 +157,7 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
     },
     post: async (req, res) => {
       const body = validateWebhookCreate(req.body);
-      const sc = scope(req);
-      const data = await webhooks.createWebhook(deps, sc, body);
-      await recordPortalActivity(deps, sessionOf(req), 'WEBHOOK_CREADO', { webhookId: data.id, detalle: { modo: sc.modo, url: data.url } });
-      ok(res, 201, data);
+      ok(res, 201, await webhooks.createWebhook(deps, scope(req), body, usuarioOf(req)));
     },
   });
 
@@ -172,24 +167,10 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
     },
     patch: async (req, res) => {
       const body = validateWebhookPatch(req.body);
-      const sc = scope(req);
-      const before = await webhooks.webhookDetail(deps, sc, param(req, 'id'));
-      const data = await webhooks.patchWebhook(deps, sc, before.id, body);
-      const { activo, ...changed } = body;
-      const s = sessionOf(req);
-      if (Object.keys(changed).length > 0) {
-        await recordPortalActivity(deps, s, 'WEBHOOK_MODIFICADO', { webhookId: data.id, detalle: { modo: sc.modo, campos: Object.keys(changed) } });
-      }
-      if (activo !== undefined && activo !== before.activo) {
-        await recordPortalActivity(deps, s, activo ? 'WEBHOOK_REACTIVADO' : 'WEBHOOK_DESACTIVADO', { webhookId: data.id, detalle: { modo: sc.modo } });
-      }
-      ok(res, 200, data);
+      ok(res, 200, await webhooks.patchWebhook(deps, scope(req), param(req, 'id'), body, usuarioOf(req)));
     },
     delete: async (req, res) => {
-      const sc = scope(req);
-      const data = await webhooks.deleteWebhook(deps, sc, param(req, 'id'));
-      await recordPortalActivity(deps, sessionOf(req), 'WEBHOOK_DESACTIVADO', { webhookId: data.id, detalle: { modo: sc.modo } });
-      ok(res, 200, data);
+      ok(res, 200, await webhooks.deleteWebhook(deps, scope(req), param(req, 'id'), usuarioOf(req)));
     },
   });
 
@@ -202,12 +183,7 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
   route(router, '/webhooks/:id/secreto', {
     post: async (req, res) => {
       const body = validateSecretRotation(req.body ?? {});
-      const data = await webhooks.rotateWebhookSecret(deps, scope(req), param(req, 'id'), body);
-      await recordPortalActivity(deps, sessionOf(req), 'SECRETO_ROTADO', {
-        webhookId: data.id,
-        detalle: { solaparHoras: body.solaparHoras ?? null, secretoAnteriorExpiraEn: data.secretoAnteriorExpiraEn },
-      });
-      ok(res, 200, data);
+      ok(res, 200, await webhooks.rotateWebhookSecret(deps, scope(req), param(req, 'id'), body, usuarioOf(req)));
     },
   });
 
@@ -225,24 +201,14 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
 
   route(router, '/webhooks/:id/entregas/:entregaId/reenviar', {
     post: async (req, res) => {
-      const data = await deliveries.resendDelivery(deps, scope(req), param(req, 'id'), param(req, 'entregaId'), req.requestId);
-      await recordPortalActivity(deps, sessionOf(req), 'ENTREGA_REENVIADA', {
-        webhookId: param(req, 'id'),
-        detalle: { entregaId: data.id, reenvioDe: data.reenvioDe, evento: data.evento },
-      });
-      ok(res, 202, data);
+      ok(res, 202, await deliveries.resendDelivery(deps, scope(req), param(req, 'id'), param(req, 'entregaId'), req.requestId, usuarioOf(req)));
     },
   });
 
   route(router, '/webhooks/:id/recuperar', {
     post: async (req, res) => {
       const body = validateRecoveryRequest(req.body);
-      const data = await deliveries.recoverDeliveries(deps, scope(req), param(req, 'id'), body, now(), req.requestId);
-      await recordPortalActivity(deps, sessionOf(req), 'ENTREGAS_RECUPERADAS', {
-        webhookId: param(req, 'id'),
-        detalle: { desde: body.desde, hasta: body.hasta ?? null, reenviadas: data.reenviadas },
-      });
-      ok(res, 202, data);
+      ok(res, 202, await deliveries.recoverDeliveries(deps, scope(req), param(req, 'id'), body, now(), req.requestId, usuarioOf(req)));
     },
   });
 
@@ -289,9 +255,28 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
       const body = validateWebhookCreate(req.body);
       const sucursal = await branchOf(req);
       // As the internal route: a branch's webhook is live.
-      const data = await webhooks.createWebhook(deps, { empresaId: sucursal.empresa_id, sucursalId: sucursal.id, modo: 'live' }, body);
-      await recordPortalActivity(deps, sessionOf(req), 'WEBHOOK_CREADO', { sucursalId: sucursal.id, webhookId: data.id, detalle: { modo: 'live', url: data.url } });
-      ok(res, 201, data);
+      ok(res, 201, await webhooks.createWebhook(deps, { empresaId: sucursal.empresa_id, sucursalId: sucursal.id, modo: 'live' }, body, usuarioOf(req)));
+    },
+  });
+
+  // ---- Actividad: the company's activity log, newest first -------------------------------------------
+  route(router, '/actividad', {
+    get: async (req, res) => {
+      // The cursor is the last entry's id, checked by listActivity (400 when it is not one).
+      const { limit, after } = pageParams(req.query as Record<string, unknown>, (cursor) => cursor);
+      const page = await listActivity(deps.db, sessionOf(req).empresaId, { limit, ...(after === undefined ? {} : { before: after }) });
+      ok(res, 200, {
+        actividades: page.items.map((a) => ({
+          id: a.id,
+          accion: a.accion,
+          usuario: a.usuario,
+          sucursalId: a.sucursalId,
+          webhookId: a.webhookId,
+          detalle: a.detalle,
+          createdAt: a.createdAt.toISOString(),
+        })),
+        nextCursor: page.nextCursor,
+      });
     },
   });
 

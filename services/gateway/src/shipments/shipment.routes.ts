@@ -7,6 +7,7 @@ import { createShipments, listPage, simulateTransition, tracking, transitionShip
 import { sendJson } from '../http/send-json';
 import { principalOf } from '../http/request-principal';
 import { scopeOf } from '../companies/company-scope';
+import { OPERATOR } from '../activity/activity.repository';
 
 function send(res: Response, answer: CreateAnswer): void {
   if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
@@ -59,7 +60,7 @@ export function mountShipmentInternalRoutes(router: Router, deps: GatewayDeps): 
   route(router, '/guias/:numeroGuia/eventos', {
     post: async (req, res) => {
       const body = validateGuiaEvento(req.body);
-      const data = await transitionShipment(deps, String(req.params.numeroGuia), body, req.requestId);
+      const data = await transitionShipment(deps, String(req.params.numeroGuia), body, req.requestId, undefined, OPERATOR);
       sendJson(res, 200, { success: true, data });
     },
   });

@@ -11,6 +11,7 @@ import {
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
 import { insertEvents, shipmentEvent, type PendingJob } from '../outbox/outbox.repository';
+import { recordActivity } from '../activity/activity.repository';
 import { idempotent, type IdempotencyRequest, type IdempotentAnswer } from '../idempotency/idempotency';
 import { readAllowance } from '../companies/company.repository';
 import { pageParams } from '../http/query-params';
@@ -237,6 +238,8 @@ export async function transitionShipment(
   req: GuiaEventoRequest,
   requestId: string,
   scope?: CompanyScope,
+  /** Who moved it, for the activity log (the courier's internal route: OPERATOR); none: not logged. */
+  usuario?: string,
 ): Promise<{ numeroGuia: string; estado: Estado }> {
   if (req.fechaEntrega !== undefined && req.evento !== 'GUIA_ENTREGADA') {
     throw new AppError('VALIDATION_ERROR', 'fechaEntrega is accepted only with GUIA_ENTREGADA');
@@ -263,6 +266,15 @@ export async function transitionShipment(
     // A sandbox shipment's event is a test event: the dispatcher routes it to test webhooks only.
     const owner = { empresaId: guia.empresa_id, sucursalId: guia.sucursal_id, modo: guia.modo };
     const jobs = await insertEvents(trx, [shipmentEvent(owner, requestId, { evento: req.evento, data, sequence })]);
+    if (usuario !== undefined) {
+      await recordActivity(trx, {
+        empresaId: guia.empresa_id,
+        usuario,
+        accion: 'shipment.event',
+        sucursalId: guia.sucursal_id,
+        detalle: { numeroGuia: guia.numero_guia, evento: req.evento, estado },
+      });
+    }
     return { numeroGuia: guia.numero_guia, estado, jobs };
   });
   deps.outboxRelay.notify(result.jobs);

@@ -16,6 +16,7 @@ import {
 import { sendJson } from '../http/send-json';
 import { principalOf } from '../http/request-principal';
 import { scopeOf } from '../companies/company-scope';
+import { API_USER, OPERATOR } from '../activity/activity.repository';
 
 /**
  * The six webhook operations of `/api/v1`, and secret rotation (extensions.md); a webhook's
@@ -30,7 +31,7 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
       const principal = principalOf(req);
       requireHead(principal);
       const body = validateWebhookCreate(req.body);
-      const data = await createWebhook(deps, scopeOf(principal), body);
+      const data = await createWebhook(deps, scopeOf(principal), body, API_USER);
       sendJson(res, 201, { success: true, data });
     },
     get: async (req, res) => {
@@ -48,13 +49,13 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
       const principal = principalOf(req);
       requireHead(principal);
       const body = validateWebhookPatch(req.body);
-      const data = await patchWebhook(deps, scopeOf(principal), String(req.params.id), body);
+      const data = await patchWebhook(deps, scopeOf(principal), String(req.params.id), body, API_USER);
       sendJson(res, 200, { success: true, data });
     },
     delete: async (req, res) => {
       const principal = principalOf(req);
       requireHead(principal);
-      const data = await deleteWebhook(deps, scopeOf(principal), String(req.params.id));
+      const data = await deleteWebhook(deps, scopeOf(principal), String(req.params.id), API_USER);
       sendJson(res, 200, { success: true, data });
     },
   });
@@ -65,7 +66,7 @@ export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
       requireHead(principal);
       // The body is optional: no body rotates with the default overlap.
       const body = validateSecretRotation(req.body ?? {});
-      const data = await rotateWebhookSecret(deps, scopeOf(principal), String(req.params.id), body);
+      const data = await rotateWebhookSecret(deps, scopeOf(principal), String(req.params.id), body, API_USER);
       sendJson(res, 200, { success: true, data });
     },
   });
@@ -87,7 +88,7 @@ export function mountWebhookInternalRoutes(router: Router, deps: GatewayDeps): v
       const body = validateWebhookCreate(req.body);
       const empresa = await requireCompany(deps.db, String(req.params.id));
       const sucursal = await requireBranch(deps.db, empresa.id, String(req.params.sid));
-      const data = await createWebhook(deps, { empresaId: empresa.id, sucursalId: sucursal.id, modo: 'live' }, body);
+      const data = await createWebhook(deps, { empresaId: empresa.id, sucursalId: sucursal.id, modo: 'live' }, body, OPERATOR);
       sendJson(res, 201, { success: true, data });
     },
   });

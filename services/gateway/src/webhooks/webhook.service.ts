@@ -18,6 +18,7 @@ import type { CompanyScope } from '../companies/company-scope';
 import { lockCompany } from '../companies/company.repository';
 import { insertPingDelivery, lastAttemptPerWebhook, latestDeliveries } from '../deliveries/delivery.repository';
 import { presentDelivery, presentLast } from '../deliveries/delivery.presenter';
+import { recordActivity } from '../activity/activity.repository';
 import {
   countActive,
   countActiveByMode,
@@ -107,6 +108,7 @@ export async function createWebhook(
   deps: Deps,
   owner: CompanyScope,
   body: WebhookCreate,
+  usuario: string,
 ): Promise<ReturnType<typeof presentCreated>> {
   // Stored as the URL parser normalises it: the very form the sender will connect to.
   const url = acceptedUrl(body.url);
@@ -116,7 +118,7 @@ export async function createWebhook(
     if ((await countActive(trx, owner.empresaId, owner.modo)) >= MAX_ACTIVE_WEBHOOKS) {
       throw new AppError('LIMIT_EXCEEDED', `the company already has ${MAX_ACTIVE_WEBHOOKS} active ${owner.modo} webhooks`);
     }
-    return insertWebhook(trx, {
+    const created = await insertWebhook(trx, {
       empresaId: owner.empresaId,
       sucursalId: owner.sucursalId,
       modo: owner.modo,
@@ -125,6 +127,8 @@ export async function createWebhook(
       eventos: body.eventos ?? [],
       descripcion: body.descripcion ?? null,
     });
+    await recordActivity(trx, { empresaId: owner.empresaId, usuario, accion: 'webhook.created', sucursalId: owner.sucursalId, webhookId: created.id, detalle: { modo: owner.modo } });
+    return created;
   });
   deps.logger.info({ webhookId: webhook.id, empresaId: owner.empresaId, sucursalId: owner.sucursalId, modo: owner.modo }, 'webhook created');
   return presentCreated(webhook, secret);
@@ -169,7 +173,7 @@ export async function webhookDetail(deps: Deps, scope: CompanyScope, id: string)
  * active webhooks (counted under the company's lock, as a creation does; an active one stays as it
  * is); `activo: false` deactivates it as DELETE does, without an error when it already is.
  */
-export async function patchWebhook(deps: Deps, scope: CompanyScope, id: string, body: WebhookPatch) {
+export async function patchWebhook(deps: Deps, scope: CompanyScope, id: string, body: WebhookPatch, usuario: string) {
   const url = body.url === undefined ? undefined : acceptedUrl(body.url);
   const current = await requireWebhook(deps.db, scope, id);
   const fields: { url?: string; eventos?: string[]; descripcion?: string | null; activo?: boolean } = {};
@@ -186,7 +190,17 @@ export async function patchWebhook(deps: Deps, scope: CompanyScope, id: string, 
         throw new AppError('LIMIT_EXCEEDED', `the company already has ${MAX_ACTIVE_WEBHOOKS} active ${now.modo} webhooks`);
       }
     }
-    return updateWebhook(trx, scope.empresaId, current.id, fields);
+    const changed = await updateWebhook(trx, scope.empresaId, current.id, fields);
+    if (changed) {
+      const entry = { empresaId: scope.empresaId, usuario, sucursalId: changed.sucursal_id, webhookId: changed.id };
+      // Which fields, not their values: a URL may carry a receiver's own credentials in its query.
+      const campos = (['url', 'eventos', 'descripcion'] as const).filter((k) => fields[k] !== undefined);
+      if (campos.length > 0) await recordActivity(trx, { ...entry, accion: 'webhook.changed', detalle: { campos } });
+      if (body.activo !== undefined && body.activo !== current.activo) {
+        await recordActivity(trx, { ...entry, accion: body.activo ? 'webhook.reactivated' : 'webhook.deactivated' });
+      }
+    }
+    return changed;
   });
   if (!updated) throw new AppError('NOT_FOUND', 'no such webhook');
   if (body.activo !== undefined && body.activo !== current.activo) {
@@ -195,9 +209,15 @@ export async function patchWebhook(deps: Deps, scope: CompanyScope, id: string, 
   return presentUpdated(updated);
 }
 
-export async function deleteWebhook(deps: Deps, scope: CompanyScope, id: string) {
+export async function deleteWebhook(deps: Deps, scope: CompanyScope, id: string, usuario: string) {
   const current = await requireWebhook(deps.db, scope, id);
-  const updated = await deactivateWebhook(deps.db, scope.empresaId, current.id);
+  const updated = await deps.db.transaction().execute(async (trx) => {
+    const deactivated = await deactivateWebhook(trx, scope.empresaId, current.id);
+    if (deactivated) {
+      await recordActivity(trx, { empresaId: scope.empresaId, usuario, accion: 'webhook.deactivated', sucursalId: deactivated.sucursal_id, webhookId: deactivated.id });
+    }
+    return deactivated;
+  });
   if (!updated) throw new AppError('ALREADY_INACTIVE', 'the webhook is already inactive');
   deps.logger.info({ webhookId: updated.id, empresaId: scope.empresaId }, 'webhook deactivated');
   return { id: updated.id, activo: updated.activo };
@@ -260,11 +280,16 @@ export async function pingWebhook(deps: Deps, scope: CompanyScope, id: string) {
  * (`X-SVC-Signature-Anterior`, a second `webhook-signature`) for `solaparHoras` (default 24; 0: not
  * at all); an older overlap still running ends now. An inactive webhook's secret rotates too.
  */
-export async function rotateWebhookSecret(deps: Deps, scope: CompanyScope, id: string, body: SecretRotation) {
+export async function rotateWebhookSecret(deps: Deps, scope: CompanyScope, id: string, body: SecretRotation, usuario: string) {
   const w = await requireWebhook(deps.db, scope, id);
   const hours = body.solaparHoras ?? DEFAULT_OVERLAP_HOURS;
   const secret = generateSecret();
-  const rotated = await rotateSecret(deps.db, scope.empresaId, w.id, secret, hours);
+  const rotated = await deps.db.transaction().execute(async (trx) => {
+    const row = await rotateSecret(trx, scope.empresaId, w.id, secret, hours);
+    // The overlap, never a secret.
+    if (row) await recordActivity(trx, { empresaId: scope.empresaId, usuario, accion: 'webhook.secret_rotated', sucursalId: row.sucursal_id, webhookId: row.id, detalle: { solaparHoras: hours } });
+    return row;
+  });
   if (!rotated) throw new AppError('NOT_FOUND', 'no such webhook');
   const expiresAt = rotated.secreto_anterior_expira_en;
   deps.logger.info({ webhookId: w.id, empresaId: scope.empresaId, solaparHoras: hours }, 'webhook secret rotated');

@@ -1,23 +1,69 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
-import { api, ApiError, type Actividad } from '../api';
-import { fecha } from '../format';
+import { api, type Actividad } from '../api';
+import { fecha, MODO_NOMBRE } from '../format';
 import { ActionButton, LoadError, Loading, Page, TableWrap } from '../ui';
 
+/** What each action of the log (the gateway's closed list, `ACTIVITY_ACTIONS`) is called on the page. */
 const ACCIONES: Record<string, string> = {
-  TOKENS_GENERADOS: 'Tokens generados',
-  TOKENS_REGENERADOS: 'Tokens regenerados',
-  TOKENS_ELIMINADOS: 'Tokens eliminados',
-  WEBHOOK_CREADO: 'Webhook creado',
-  WEBHOOK_MODIFICADO: 'Webhook modificado',
-  WEBHOOK_DESACTIVADO: 'Webhook desactivado',
-  WEBHOOK_REACTIVADO: 'Webhook reactivado',
-  SECRETO_ROTADO: 'Secreto rotado',
-  ENTREGA_REENVIADA: 'Entrega reenviada',
-  ENTREGAS_RECUPERADAS: 'Entregas fallidas recuperadas',
-  SESION_INICIADA: 'Sesión iniciada',
+  'company.created': 'Empresa creada',
+  'company.changed': 'Empresa modificada',
+  'credits.added': 'Créditos agregados',
+  'branch.created': 'Sucursal creada',
+  'shipment.event': 'Guía actualizada por el courier',
+  'tokens.generated': 'Tokens generados',
+  'tokens.regenerated': 'Tokens regenerados',
+  'tokens.deleted': 'Tokens eliminados',
+  'webhook.created': 'Webhook creado',
+  'webhook.changed': 'Webhook modificado',
+  'webhook.deactivated': 'Webhook desactivado',
+  'webhook.reactivated': 'Webhook reactivado',
+  'webhook.secret_rotated': 'Secreto rotado',
+  'delivery.resent': 'Entrega reenviada',
+  'deliveries.recovered': 'Entregas fallidas recuperadas',
+  'session.started': 'Sesión iniciada',
 };
 
-/** **Actividad**: what was done in the portal and by the operator for this company, newest first. */
+/** Who did it: the link's `usuario`, or the two names the platform itself writes. */
+const QUIEN: Record<string, string> = { operador: 'Courier (operador)', api: 'API (token)' };
+
+/** The names of the detail's fields as the page shows them. */
+const CAMPOS: Record<string, string> = {
+  modo: 'modo',
+  campos: 'campos',
+  solaparHoras: 'horas de solapamiento',
+  entregaId: 'entrega nueva',
+  reenvioDe: 'reenvío de',
+  evento: 'evento',
+  desde: 'desde',
+  hasta: 'hasta',
+  reenviadas: 'reenviadas',
+  eliminados: 'tokens eliminados',
+  nombre: 'nombre',
+  cantidad: 'cantidad',
+  creditos: 'créditos',
+  numeroGuia: 'guía',
+  estado: 'estado',
+};
+
+function valor(key: string, v: unknown): string {
+  if (v === null || v === undefined) return '—';
+  if (key === 'modo' && (v === 'live' || v === 'test')) return MODO_NOMBRE[v];
+  if ((key === 'desde' || key === 'hasta') && typeof v === 'string') return fecha(v);
+  if (typeof v === 'boolean') return v ? 'sí' : 'no';
+  if (Array.isArray(v)) return v.map(String).join(', ');
+  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+}
+
+/** What the action was about, in words: its branch, its webhook, then its parameters. */
+function detalle(a: Actividad): string {
+  const parts: string[] = [];
+  if (a.sucursalId) parts.push(`sucursal ${a.sucursalId}`);
+  if (a.webhookId) parts.push(`webhook ${a.webhookId}`);
+  for (const [k, v] of Object.entries(a.detalle ?? {})) parts.push(`${CAMPOS[k] ?? k}: ${valor(k, v)}`);
+  return parts.join(' · ') || '—';
+}
+
+/** **Actividad**: what was done in the portal, with the API and by the courier for this company, newest first. */
 export function ActividadPage() {
   const q = useInfiniteQuery({
     queryKey: ['actividad'],
@@ -26,19 +72,16 @@ export function ActividadPage() {
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.nextCursor,
   });
-  const unavailable = q.error instanceof ApiError && q.error.code === 'NOT_FOUND';
   const rows = q.data?.pages.flatMap((p) => p.actividades) ?? [];
   return (
     <Page title="Actividad">
-      <p className="lead">Lo que se hizo en el portal y por el courier para su empresa, lo más reciente primero.</p>
+      <p className="lead">Lo que se hizo para su empresa en el portal, con sus tokens de API y por el courier, lo más reciente primero.</p>
       {q.isPending ? (
         <Loading what="la actividad" />
-      ) : unavailable ? (
-        <p className="empty">El registro de actividad todavía no está disponible en esta instalación.</p>
       ) : q.isError && rows.length === 0 ? (
         <LoadError error={q.error} retry={() => void q.refetch()} />
       ) : rows.length === 0 ? (
-        <p className="empty">Sin actividad todavía.</p>
+        <p className="empty">Sin actividad registrada todavía.</p>
       ) : (
         <>
           <TableWrap label="Actividad">
@@ -56,10 +99,8 @@ export function ActividadPage() {
                   <tr key={a.id}>
                     <td>{fecha(a.createdAt)}</td>
                     <td>{ACCIONES[a.accion] ?? a.accion}</td>
-                    <td>{a.usuario}</td>
-                    <td>
-                      {[a.sucursalId && `sucursal ${a.sucursalId}`, a.webhookId && `webhook ${a.webhookId}`, a.detalle ? JSON.stringify(a.detalle) : null].filter(Boolean).join(' · ') || '—'}
-                    </td>
+                    <td>{QUIEN[a.usuario] ?? a.usuario}</td>
+                    <td>{detalle(a)}</td>
                   </tr>
                 ))}
               </tbody>

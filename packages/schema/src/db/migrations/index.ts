@@ -9,6 +9,7 @@ import * as sandboxParity from './20261124090000_sandbox_parity';
 import * as retention from './20261125090000_retention';
 import * as webhookVersions from './20261126090000_webhook_versions';
 import * as portal from './20261127090000_portal';
+import * as activity from './20261127120000_activity';
 
 /** Every migration by its timestamped name; a static list so bundlers and test runners see them. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '20261125090000_retention': retention,
   '20261126090000_webhook_versions': webhookVersions,
   '20261127090000_portal': portal,
+  '20261127120000_activity': activity,
 };

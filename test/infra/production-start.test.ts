@@ -1,0 +1,136 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { createTestDatabase, type TestDatabase } from '../support/test-database';
+import { dropPrefix, uniquePrefix } from '../support/redis-prefix';
+import { TEST_REDIS_URL } from '../support/env';
+
+/**
+ * `NODE_ENV=production` refuses what is only safe on a developer's machine, at start, before
+ * anything is built: each service's real entry (`node --import tsx services/<name>/src/main.ts`, as
+ * `pnpm --filter <name> start` runs it) exits 2 with every problem listed, and never repeats a
+ * token or a key. Outside production the same settings start, saying at warn level what is unsafe.
+ */
+
+const ROOT = join(__dirname, '../..');
+const ENTRY = { gateway: 'services/gateway/src/main.ts', dispatcher: 'services/dispatcher/src/main.ts' } as const;
+type Service = keyof typeof ENTRY;
+
+interface Outcome {
+  code: number | null;
+  output: string;
+}
+
+/** Runs the entry until it exits, or until `readyLine` appears (then SIGTERM, and waits for the exit). */
+function run(service: Service, env: Record<string, string>, readyLine?: string): Promise<Outcome> {
+  // Nothing of this process's own settings leaks in (a developer's shell, or jest's NODE_ENV=test).
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(NODE_ENV|ADMIN_|SECRETS_KEY|DISPATCH_|PORT$|DATABASE_URL|REDIS_)/.test(k)));
+  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY[service]], { cwd: ROOT, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const hear = (b: Buffer): void => {
+    output += b.toString('utf8');
+    if (readyLine && output.includes(readyLine)) child.kill('SIGTERM');
+  };
+  child.stdout!.on('data', hear);
+  child.stderr!.on('data', hear);
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, output })));
+}
+
+const logLines = (output: string): Array<Record<string, unknown>> =>
+  output.split('\n').flatMap((l) => {
+    try {
+      return [JSON.parse(l) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
+
+describe('production refuses unsafe settings at start; development says so', () => {
+  let database: TestDatabase;
+  let prefix: string;
+  let base: Record<string, string>;
+  const key = randomBytes(32).toString('base64');
+  const strongAdmin = randomBytes(32).toString('base64url'); // 43 characters
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    prefix = uniquePrefix('prodstart');
+    base = {
+      DATABASE_URL: database.url,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: prefix,
+      PORT: '0',
+      GATEWAY_METRICS_PORT: '0',
+      DISPATCHER_METRICS_PORT: '0',
+      LOG_LEVEL: 'info',
+    };
+  });
+  afterAll(async () => {
+    await dropPrefix(prefix);
+    await database?.drop();
+  });
+
+  it('the gateway refuses an ADMIN_TOKEN under 32 characters, a missing SECRETS_KEY and DISPATCH_ALLOW_CIDRS, all in one start (exit 2)', async () => {
+    const weak = 'change-me-please-0123456789abcd'; // 31 characters
+    const { code, output } = await run('gateway', { ...base, NODE_ENV: 'production', ADMIN_TOKEN: weak, DISPATCH_ALLOW_CIDRS: '127.0.0.0/8' });
+    expect({ code, output }).toEqual({ code: 2, output: expect.stringContaining('gateway: invalid settings') });
+    expect(output).toMatch(/ADMIN_TOKEN: must be at least 32 characters with NODE_ENV=production/);
+    expect(output).toMatch(/SECRETS_KEY: required with NODE_ENV=production/);
+    expect(output).toMatch(/DISPATCH_ALLOW_CIDRS: is for tests only and refused with NODE_ENV=production/);
+    expect(output).not.toContain(weak);
+    expect(output).not.toContain('gateway listening');
+  }, 30_000);
+
+  it.each([
+    ['a weak ADMIN_TOKEN alone', { ADMIN_TOKEN: 'short-admin-token', SECRETS_KEY: key }, /ADMIN_TOKEN: must be at least 32/],
+    ['a missing SECRETS_KEY alone', { ADMIN_TOKEN: strongAdmin }, /SECRETS_KEY: required with NODE_ENV=production/],
+    ['DISPATCH_ALLOW_CIDRS alone', { ADMIN_TOKEN: strongAdmin, SECRETS_KEY: key, DISPATCH_ALLOW_CIDRS: '127.0.0.1/32' }, /DISPATCH_ALLOW_CIDRS: is for tests only/],
+    ['a SECRETS_KEY that is not 32 bytes', { ADMIN_TOKEN: strongAdmin, SECRETS_KEY: `${key},${randomBytes(16).toString('base64')}` }, /SECRETS_KEY: key 2 of the list is not the base64 of 32 bytes/],
+  ])('the gateway refuses %s', async (_name, env, expected) => {
+    const { code, output } = await run('gateway', { ...base, NODE_ENV: 'production', ...env });
+    expect(code).toBe(2);
+    expect(output).toMatch(expected);
+    expect(output.split('\n').filter((l) => l.startsWith('  - '))).toHaveLength(1);
+    expect(output).not.toContain(key);
+  }, 30_000);
+
+  it('the dispatcher refuses a missing SECRETS_KEY and DISPATCH_ALLOW_CIDRS (exit 2)', async () => {
+    const { code, output } = await run('dispatcher', { ...base, NODE_ENV: 'production', DISPATCH_ALLOW_CIDRS: '127.0.0.0/8' });
+    expect(code).toBe(2);
+    expect(output).toContain('dispatcher: invalid settings');
+    expect(output).toMatch(/SECRETS_KEY: required with NODE_ENV=production/);
+    expect(output).toMatch(/DISPATCH_ALLOW_CIDRS: is for tests only/);
+    expect(output).not.toContain('dispatcher started');
+  }, 30_000);
+
+  it('outside production, a range wider than a /8 is refused too', async () => {
+    const { code, output } = await run('dispatcher', { ...base, DISPATCH_ALLOW_CIDRS: '0.0.0.0/0' });
+    expect(code).toBe(2);
+    expect(output).toMatch(/DISPATCH_ALLOW_CIDRS: "0.0.0.0\/0" is wider than a \/8/);
+  }, 30_000);
+
+  it('production with safe settings starts (and stops on SIGTERM), warning of nothing', async () => {
+    const { code, output } = await run('gateway', { ...base, NODE_ENV: 'production', ADMIN_TOKEN: strongAdmin, SECRETS_KEY: key }, 'gateway listening');
+    expect({ code, tail: output.slice(-300) }).toEqual({ code: 0, tail: expect.any(String) });
+    const lines = logLines(output);
+    expect(lines.some((l) => l.msg === 'gateway listening')).toBe(true);
+    expect(lines.filter((l) => l.level === 40)).toEqual([]);
+    expect(output).not.toContain(strongAdmin);
+    expect(output).not.toContain(key);
+  }, 30_000);
+
+  it.each(['gateway', 'dispatcher'] as const)('outside production the %s starts, warning at every start of the development key and DISPATCH_ALLOW_CIDRS', async (service) => {
+    const ready = service === 'gateway' ? 'gateway listening' : 'dispatcher started';
+    for (let start = 0; start < 2; start++) {
+      const { code, output } = await run(service, { ...base, DISPATCH_ALLOW_CIDRS: '127.0.0.0/8' }, ready);
+      expect(code).toBe(0);
+      const warnings = logLines(output).filter((l) => l.level === 40);
+      const expected = [
+        expect.objectContaining({ setting: 'SECRETS_KEY', msg: expect.stringContaining('development key') }),
+        expect.objectContaining({ setting: 'DISPATCH_ALLOW_CIDRS', msg: expect.stringContaining('127.0.0.0/8') }),
+      ];
+      if (service === 'gateway') expected.push(expect.objectContaining({ setting: 'ADMIN_TOKEN', msg: expect.stringContaining('unset') }));
+      expect(warnings).toEqual(expected);
+    }
+  }, 60_000);
+});
