@@ -51,7 +51,7 @@ const routeKeyOf = (e: ShipmentEventJob): RouteKey => ({ companyId: e.empresaId,
 /**
  * Turns each event into one delivery per routed, subscribed, active webhook of the event's mode,
  * and hands them to the delivery pipeline, which makes their first attempts in this job and
- * records them with the event: one queue hop per delivery (docs/decisions/0001-first-attempts-in-the-fan-out.md).
+ * records them with the event: one queue hop per delivery (docs/decisions/0004-first-attempts-in-the-fan-out.md).
  * An event's routes come from one batched read, which also finds what an earlier run of the event
  * recorded, or on a first run from the routes held for its company.
  */

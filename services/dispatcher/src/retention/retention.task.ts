@@ -48,7 +48,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Bounds the dispatcher's tables (RETENTION_DAYS) with small batched deletes along their
- * `(created_at, id)` indexes, not by dropping partitions (docs/decisions/0002-retention-by-batched-deletes.md).
+ * `(created_at, id)` indexes, not by dropping partitions (docs/decisions/0005-retention-by-batched-deletes.md).
  * Deliveries go first, then the events no delivery names any longer, so one pass removes both; any
  * number of dispatchers may run it at once, as skip locked splits the rows between them.
  */
