@@ -355,8 +355,8 @@ function printIssue30Targets(r: Results, build: string): void {
   lines.push([
     `retry gaps within ${RETRY_TOLERANCE_MS} ms of 1 s and 2 s at p99 during saturation`,
     r.retry && gapP99 !== undefined
-      ? `p99 |gap − expected| ${ms(gapP99)} ms over ${gaps.length} gaps (${r.retry.complete} of ${r.retry.deliveries} deliveries had their 3 attempts` +
-        `${r.retry.censored ? `; ${r.retry.censored} gaps still open, counted as the wait` : ''})`
+      ? `p99 |gap − expected| ${ms(gapP99)} ms over ${gaps.length} gaps (of ${r.retry.deliveries} deliveries, ${r.retry.seen} had their first attempt, ` +
+        `${r.retry.complete} their third${r.retry.censored ? `; ${r.retry.censored} gaps past due and still open, counted as late as the wait` : ''})`
       : 'not measured',
     r.retry && gapP99 !== undefined ? gapP99 <= RETRY_TOLERANCE_MS && r.retry.complete === r.retry.deliveries : undefined,
   ]);
