@@ -377,7 +377,10 @@ function printIssue30Targets(r: Results, build: string): void {
   lines.push(['gateway peak RSS <= 120 MB under the read bench', 'measured by pnpm bench:gateway', undefined]);
   lines.push([
     `0 ms saturation (one webhook) at least ${PROBE_NOOP_RATIO} of the no-op worker`,
-    r.saturation ? `${r.saturation.ratio.toFixed(3)} (${Math.round(r.saturation.rate)} deliveries/s)` : 'not measured',
+    r.saturation
+      ? `${r.saturation.ratio.toFixed(3)} (${Math.round(r.saturation.rate)} deliveries/s)` +
+        (zero ? `; the fleet at 0 ms: ${(zero.rate / (r.saturation.rate / r.saturation.ratio)).toFixed(3)} of it` : '')
+      : 'not measured',
     r.saturation ? r.saturation.ratio >= PROBE_NOOP_RATIO : undefined,
   ]);
   const slow = at(100);
