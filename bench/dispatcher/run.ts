@@ -1,219 +1,111 @@
-// `pnpm bench:dispatcher`: one script, real Postgres and Redis, everything on loopback.
+// `pnpm bench:dispatcher`: one script, real Postgres and Redis, everything on loopback, the services
+// from their compiled build (`pnpm build`, as `pnpm start:prod`) unless BENCH_BUILD=src.
+// Issue 16's phases, to one company with one webhook whose receiver answers at once:
 //  1. baseline: a no-op BullMQ worker (child process) empties a queue of N jobs;
-//  2. saturation: the real dispatcher (child process, services/dispatcher/src/main.ts) fans out N
-//     events queued beforehand and delivers each, signed, over HTTPS to a keep-alive receiver
-//     (child process) that answers 200 at once; timed until every delivery is recorded `exitosa`;
+//  2. saturation: the real dispatcher (child process) fans out N events queued beforehand and
+//     delivers each, signed, over HTTPS to a keep-alive receiver (child process) that answers 200 at
+//     once; timed until every delivery is recorded `exitosa`;
 //  3. paced: for each rate of BENCH_PACED_RATES (200,500 events/s), events committed (an outbox
 //     row, then queued, as the gateway's relay does) at that rate for BENCH_PACED_LEAD_SECONDS
-//     (not measured), then for BENCH_PACED_SECONDS;
-//     commit → receipt at the receiver, and the latency of each hop from the event job's times.
-//     Right before each, the no-op worker takes jobs added one at a time at the same rate, after the
-//     same lead-in: its CPU per job is the baseline the dispatcher's CPU per delivery is divided by.
-// For each dispatcher phase: CPU per delivery, Redis commands and BullMQ scripts per delivery and
-// the commands called most; at the end a summary and the targets of issue 16.
+//     (not measured), then for BENCH_PACED_SECONDS; commit → receipt at the receiver, and the
+//     latency of each hop from the event job's times. Right before each, the no-op worker takes
+//     jobs added one at a time at the same rate, after the same lead-in: its CPU per job is the
+//     baseline the dispatcher's CPU per delivery is divided by.
+// Issue 30's, to a fleet of 100 companies with 1,000 webhooks between them (one origin per
+// company), whose receivers take their time (real-receivers.ts, end-to-end.ts):
+//  4. latency: the fleet saturated with receivers answering after 0, 100 and 500 ms;
+//  5. fleet paced: commit → receipt at 500 events/s with receivers at 100 ms;
+//  6. end to end: shipments created through the gateway's batch API at 500/s, to each webhook's receipt;
+//  7. hang: 1% of the webhooks never answer, the others at 100 ms, saturated;
+//  8. retry: during 7, failing webhooks' gaps between attempts, measured at the receiver.
+// For each phase: CPU per delivery, Redis commands and BullMQ scripts per delivery, peak RSS of
+// each service and the most sends in flight; at the end a summary, and the targets of issues 16 and 30.
 // Method, what each figure includes, and figures: bench/README.md (dispatcher section).
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { bulkJobs, JOBS, queueFor, type ShipmentEventJob } from '@svc/schema';
-import { cpuSnapshot, switchMeter, type Switches } from '../support/cpu';
-import { freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
-import { addEvents, ask, benchWebhooks, child, eventJob, now, sleep, waitDelivered, webhooksVersionSql } from '../support/dispatcher-bench';
-import { commandDelta, jobTimes, noscriptCommands, redisCommandStats, topCommands, type RedisCommandDelta } from '../support/redis-stats';
+import { JOBS, queueFor, type ShipmentEventJob } from '@svc/schema';
+import { switchMeter } from '../support/cpu';
+import { freshDatabase, prepareBuild, serviceArgs, stopChild } from '../support/bench-process';
+import { addEvents, ask, benchWebhooks, child, eventJob, now, spawned, waitDelivered } from '../support/dispatcher-bench';
+import { commandDelta, redisCommandStats } from '../support/redis-stats';
+import { createFleet, fleetEvents, someOf, type Fleet } from '../support/fleet';
 import { deletePrefix } from '../../test/support/redis-prefix';
+import {
+  commits,
+  configureReceiver,
+  cpuMeter,
+  cpuText,
+  loadMeter,
+  memoryMeter,
+  memoryText,
+  ms,
+  paced,
+  pacedPhase,
+  PACER_CONNECTIONS,
+  perDelivery,
+  printLoad,
+  receiverStats,
+  scriptsPerDelivery,
+  switchText,
+  waitCount,
+  waitIdle,
+  waitReceived,
+  type Bench,
+  type Load,
+  type Memory,
+  type Paced,
+} from './bench';
+import { retryPrecision, saturated, RETRY_TOLERANCE_MS, type RetryGaps, type RetryTenant, type Saturated } from './real-receivers';
+import { endToEnd, type EndToEnd } from './end-to-end';
+import {
+  CONCURRENCY,
+  DB_NAME,
+  E2E_BATCH,
+  E2E_RATE,
+  EVENTS,
+  FLEET_COMPANIES,
+  FLEET_PACED_LATENCY_MS,
+  FLEET_PACED_RATE,
+  FLEET_PORT,
+  FLEET_RAMP_SECONDS,
+  FLEET_SECONDS,
+  FLEET_WEBHOOKS_PER_COMPANY,
+  HANG_LATENCY_MS,
+  HANG_PERCENT,
+  HANG_RAMP_SECONDS,
+  LATENCIES,
+  METRICS_PORT,
+  NOOP_CONCURRENCY,
+  PACED_LEAD_SECONDS,
+  PACED_RATES,
+  PACED_SECONDS,
+  PG_BASE,
+  PREFIX,
+  RECEIVER_PORT,
+  REDIS_URL,
+  REF_CPU_200,
+  REF_RATIO_200,
+  RETRY_WEBHOOKS,
+  ROOT,
+  runs,
+  SCALE,
+  WARMUP_EVENTS,
+  WEBHOOKS,
+} from './settings';
 
-const ROOT = join(__dirname, '..', '..');
-const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const DB_NAME = 'svc_bench_dispatcher';
-const PREFIX = `svcbench:disp:${randomBytes(4).toString('hex')}`;
-const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
-const WARMUP_EVENTS = Number(process.env.BENCH_WARMUP_EVENTS ?? 3000);
-const WEBHOOKS = Number(process.env.BENCH_WEBHOOKS ?? 1);
-// The dispatcher's own default (DISPATCHER_CONCURRENCY): issue 16's targets are at the default concurrency.
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
-const PACED_RATES = (process.env.BENCH_PACED_RATES ?? '200,500').split(',').map(Number).filter((r) => r > 0);
-const PACED_SECONDS = Number(process.env.BENCH_PACED_SECONDS ?? 15);
-/**
- * Seconds each paced phase (the no-op worker's and the dispatcher's) runs at its rate before it is
- * measured. Each process sits idle while the other is measured, and V8 may then run a full
- * collection that throws away optimized code (`weak objects` deoptimizations: 111 functions of the
- * dispatcher in one run, bench/README.md "sixth session"); without a lead-in, the figure at a rate
- * includes re-optimizing them. 0 measures from the first event, as the script did before.
- */
-const PACED_LEAD_SECONDS = Number(process.env.BENCH_PACED_LEAD_SECONDS ?? 5);
-/** Dispatcher CPU ms per delivery at 200/s of the code before issue 16, to compare with (target: at most half). */
-const REF_CPU_200 = process.env.BENCH_REF_CPU_200 ? Number(process.env.BENCH_REF_CPU_200) : undefined;
-/**
- * The same, as a multiple of the paced no-op worker's CPU per job at 200/s in its own run: the
- * code before issue 16 measured with this script. Preferred to BENCH_REF_CPU_200 when both are set:
- * on this kind of machine every process's CPU per delivery at a paced rate moves up and down
- * together by a third from one run to the next (bench/README.md), and the ratio cancels it.
- */
-const REF_RATIO_200 = process.env.BENCH_REF_RATIO_200 ? Number(process.env.BENCH_REF_RATIO_200) : undefined;
-const RECEIVER_PORT = Number(process.env.BENCH_RECEIVER_PORT ?? 3943);
-const METRICS_PORT = Number(process.env.BENCH_METRICS_PORT ?? 3944);
 const NOOP_QUEUE = 'bench-noop';
 const NOOP_PACED_QUEUE = 'bench-noop-paced';
-/** Connections the paced phases commit their outbox rows on (a late commit does not hold up the next). */
-const PACER_CONNECTIONS = 16;
-/** BullMQ keeps this many completed event jobs (and their times); older ones are removed. */
-const KEPT_EVENT_JOBS = JOBS.shipmentEvent.options.removeOnComplete.count;
-
-// ---- measuring ------------------------------------------------------------------------------------
-
-/** CPU seconds each group used over `seconds`; `others` is the rest of the machine (neither these groups nor the bench process). */
-interface Cpu {
-  seconds: number;
-  used: Record<string, number>;
-}
-
-/** Starts measuring the CPU of each group (pids, or every process whose name matches); call the result to read it. */
-function cpuMeter(groups: Record<string, number | RegExp>): () => Cpu {
-  const started = now();
-  const before = cpuSnapshot(groups);
-  return () => {
-    const after = cpuSnapshot(groups);
-    const used: Record<string, number> = {};
-    let ours = after.bench! - before.bench!;
-    for (const k of Object.keys(groups)) {
-      const seconds = Math.max(0, after[k]! - before[k]!);
-      used[k] = seconds;
-      ours += seconds;
-    }
-    used.others = Math.max(0, after.machine! - before.machine! - ours);
-    return { seconds: (now() - started) / 1000, used };
-  };
-}
-
-/** `dispatcher 45% (0.250 ms/delivery), ...; total ... CPU ms per delivery` (`others` in % only, out of the total). */
-function cpuText(cpu: Cpu, units?: number): string {
-  let total = 0;
-  const parts = Object.entries(cpu.used).map(([k, used]) => {
-    const share = `${k} ${Math.round((used / cpu.seconds) * 100)}%`;
-    if (!units || k === 'others') return share;
-    total += used;
-    return `${share} (${((used * 1000) / units).toFixed(3)} ms/delivery)`;
-  });
-  return parts.join(', ') + (units ? `; total ${((total * 1000) / units).toFixed(3)} CPU ms per delivery (others apart)` : '');
-}
-
-/** What a dispatcher phase cost: CPU of each process and the commands Redis ran (every client of it). */
-interface Load {
-  deliveries: number;
-  cpu: Cpu;
-  redis: RedisCommandDelta;
-  /** The dispatcher's main thread, per delivery. */
-  switches: Switches;
-}
-
-const perDelivery = (load: Load, group: string): number => ((load.cpu.used[group] ?? NaN) * 1000) / load.deliveries;
-const scriptsPerDelivery = (load: Load): number => load.redis.scripts / load.deliveries;
-
-/** Starts measuring a phase; call the result with the phase's number of deliveries to read it. */
-async function loadMeter(b: Bench): Promise<(deliveries: number) => Promise<Load>> {
-  const before = await redisCommandStats(b.redis);
-  const switches = switchMeter(b.cpuGroups.dispatcher as number);
-  const cpu = cpuMeter(b.cpuGroups);
-  return async (deliveries) => {
-    const used = cpu();
-    return { deliveries, cpu: used, redis: commandDelta(before, await redisCommandStats(b.redis)), switches: switches(deliveries) };
-  };
-}
-
-/** `note`: what the phase's Postgres and Redis figures include besides the dispatcher's own work. */
-async function printLoad(b: Bench, load: Load, note: string): Promise<void> {
-  const d = load.deliveries;
-  const roundTrips = await noscriptCommands(b.redis, load.redis.calls.keys());
-  console.log(`    CPU (% of one core; ${note}): ${cpuText(load.cpu, d)}`);
-  console.log(`    dispatcher's main thread per delivery: ${switchText(load.switches)}`);
-  console.log(
-    `    Redis per delivery (every client of this Redis counts, other sessions' too): ` +
-      `${(load.redis.total / d).toFixed(1)} commands (those run inside scripts included), ${scriptsPerDelivery(load).toFixed(2)} BullMQ scripts ` +
-      `(evalsha/eval/fcall calls); most called: ${topCommands(load.redis.calls, d)}; ` +
-      `most called of those no script can run (each a client's round trip): ${topCommands(load.redis.calls, d, 5, roundTrips)}`,
-  );
-}
-
-/** `4.40 sleeps, 2.50 preemptions` (context switches, voluntary and not). */
-const switchText = (s: Switches): string => `${s.sleeps.toFixed(2)} sleeps, ${s.preemptions.toFixed(2)} preemptions (context switches, voluntary and not)`;
-
-/** The p-th percentile of ascending `sorted` (undefined when empty). */
-const pct = (sorted: readonly number[], p: number): number | undefined => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-const ms = (v: number | undefined): string => (v === undefined ? '-' : v.toFixed(1));
-const ascending = (values: number[]): number[] => values.sort((x, y) => x - y);
-const p50p99 = (values: number[]): string => {
-  const s = ascending(values);
-  return `${ms(pct(s, 50))} / ${ms(pct(s, 99))}`;
-};
-
-// ---- the bench's parts ------------------------------------------------------------------------------
-
-interface Bench {
-  check: pg.Client;
-  /** The paced phases' connections (outbox rows, as the gateway writes them). */
-  pool: pg.Pool;
-  redis: Redis;
-  eventsQueue: Queue<ShipmentEventJob>;
-  receiver: ChildProcess;
-  empresaId: string;
-  /** The company's webhook count, which the gateway's events carry; undefined in a tree from before it. */
-  webhooksVersion: number | undefined;
-  cpuGroups: Record<string, number | RegExp>;
-  /** Deliveries the dispatcher's counter (cumulative) should have reached so far. */
-  delivered: number;
-  /** Numbering of the bench's events (their `numeroGuia`). */
-  nextEvent: number;
-}
-
-/** Waits until the receiver has had `expected` requests in all (asked over IPC: no load on the measured side). */
-async function waitReceived(receiver: ChildProcess, expected: number, timeoutMs: number): Promise<void> {
-  await waitCount(async () => (await ask<{ requests: number }>(receiver, { cmd: 'stats' }, 'requests')).requests, expected, timeoutMs, 'requests the receiver got');
-}
-
-/** Polls `count` (a child's counter, asked over IPC) until it reaches `expected`; `what` names it in the error. */
-async function waitCount(count: () => Promise<number>, expected: number, timeoutMs: number, what: string): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const n = await count();
-    if (n >= expected) return;
-    if (Date.now() > until) throw new Error(`${what}: ${n} of ${expected}`);
-    await sleep(20);
-  }
-}
-
-/**
- * Calls `start(i)` for i = 0 .. count-1 at `rate` per second from now, each on time whether or not
- * the earlier ones have finished; resolves with the seconds it took once all have settled (the
- * first failure, if any, rejects).
- */
-async function paced(rate: number, count: number, start: (i: number) => Promise<unknown>): Promise<number> {
-  const inFlight: Array<Promise<unknown>> = [];
-  let failure: unknown;
-  const t0 = now();
-  for (let i = 0; i < count; ) {
-    const due = Math.min(count, Math.floor(((now() - t0) * rate) / 1000) + 1);
-    for (; i < due; i++) inFlight.push(start(i).catch((err: unknown) => void (failure ??= err)));
-    if (i < count) await sleep(t0 + (i * 1000) / rate - now());
-  }
-  await Promise.all(inFlight);
-  if (failure) throw failure;
-  return (now() - t0) / 1000;
-}
-
-const receiverStats = (b: Bench) => ask<{ requests: number; handshakes: number; resumed: number }>(b.receiver, { cmd: 'stats' }, 'requests');
+/** The 0 ms saturation as a share of the no-op worker in issue 30's outside probe: its figure is to be kept at least. */
+const PROBE_NOOP_RATIO = 0.138;
 
 async function recordedSuccesses(check: pg.Client): Promise<number> {
   const r = await check.query<{ n: string }>(`select count(*) n from entregas where estado = 'exitosa'`);
   return Number(r.rows[0]!.n);
-}
-
-async function commits(check: pg.Client): Promise<number> {
-  return Number((await check.query<{ n: string }>(`select xact_commit n from pg_stat_database where datname = $1`, [DB_NAME])).rows[0]!.n);
 }
 
 /** A job for the no-op workers: an event's payload as a delivery job's, with the delivery jobs' options. */
@@ -237,7 +129,7 @@ async function baseline(b: Bench, webhookId: string): Promise<number> {
     REDIS_PREFIX: PREFIX,
     NOOP_QUEUE,
     NOOP_JOBS: String(jobs),
-    NOOP_CONCURRENCY: String(CONCURRENCY),
+    NOOP_CONCURRENCY: String(NOOP_CONCURRENCY),
   }, true);
   const cpu = cpuMeter({ worker: noop.pid!, redis: /^redis-server$/ });
   const base = await ask<{ jobs: number; seconds: number }>(noop, {}, 'jobs');
@@ -270,7 +162,7 @@ async function startPacedNoop(b: Bench, webhookId: string): Promise<PacedNoop> {
     REDIS_URL,
     REDIS_PREFIX: PREFIX,
     NOOP_QUEUE: NOOP_PACED_QUEUE,
-    NOOP_CONCURRENCY: String(CONCURRENCY),
+    NOOP_CONCURRENCY: String(NOOP_CONCURRENCY),
   }, true);
   const payload = eventJob(b.empresaId, 0, new Date().toISOString());
   await queue.addBulk(Array.from({ length: WARMUP_EVENTS }, () => noopJob(webhookId, payload)));
@@ -312,7 +204,10 @@ async function stopPacedNoop(noop: PacedNoop): Promise<void> {
 
 interface Saturation {
   rate: number;
+  /** Of the no-op worker's rate. */
+  ratio: number;
   load: Load;
+  memory: Memory;
 }
 
 /** The events queued while the queue is paused (workers take nothing from it), then timed from resume until every delivery is recorded. */
@@ -326,10 +221,11 @@ async function saturationPhase(b: Bench, baselineRate: number): Promise<Saturati
   const adds = commandDelta(addsBefore, await redisCommandStats(b.redis));
   const receivedBefore = await receiverStats(b);
   const commitsBefore = await commits(b.check);
+  const memory = await memoryMeter(b, { dispatcher: b.dispatcher?.pid });
   const meter = await loadMeter(b);
   const started = now();
   await b.eventsQueue.resume();
-  await waitReceived(b.receiver, receivedBefore.requests + deliveries, 300_000);
+  await waitReceived(b, receivedBefore.requests + deliveries, 300_000);
   b.delivered += deliveries;
   const ended = await waitDelivered(METRICS_PORT, b.delivered, 60_000, 5);
   const load = await meter(deliveries);
@@ -350,171 +246,53 @@ async function saturationPhase(b: Bench, baselineRate: number): Promise<Saturati
   );
   console.log(`    Postgres commits per delivery: ${(commitCount / deliveries).toFixed(3)}`);
   await printLoad(b, load, 'the events were queued beforehand: Postgres and Redis serve the dispatcher alone');
-  return { rate, load };
-}
-
-/**
- * Commits an outbox row in its own transaction, as the gateway writes it (with `counted`, reading the
- * company's webhook count into the job in the same statement); the moment before COMMIT.
- */
-async function commitOutbox(pool: pg.Pool, job: ShipmentEventJob, counted: boolean): Promise<number> {
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
-    const insert = `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id) values ($1, $2, null, $3, $4, $5)`;
-    const { rows } = await client.query<{ v: string }>(
-      counted ? `${insert} returning ${webhooksVersionSql('$2')} as v` : insert,
-      [job.eventId, job.empresaId, job.evento, JSON.stringify(job.data), job.requestId],
-    );
-    if (counted) job.webhooksVersion = Number(rows[0]!.v);
-    const commitAt = now();
-    await client.query('commit');
-    return commitAt;
-  } finally {
-    client.release();
-  }
-}
-
-/**
- * `events` events at `rate` per second, each committed (commitOutbox) and then queued on its own, as
- * the relay would; an event whose turn has come starts without waiting for the one before it. The
- * moment before each COMMIT, by event id.
- */
-async function paceEvents(b: Bench, rate: number, events: number): Promise<{ committed: Map<string, number>; seconds: number }> {
-  const committed = new Map<string, number>();
-  const seconds = await paced(rate, events, async () => {
-    const job = eventJob(b.empresaId, b.nextEvent++, '');
-    const commitAt = await commitOutbox(b.pool, job, b.webhooksVersion !== undefined);
-    committed.set(job.eventId, commitAt);
-    job.committedAt = new Date(commitAt).toISOString();
-    await b.eventsQueue.addBulk(bulkJobs(JOBS.shipmentEvent, [job]));
-  });
-  return { committed, seconds };
-}
-
-/** Waits (up to `timeoutMs`) until the events queue has nothing waiting or active: every event job has finished. */
-async function waitEventsFinished(b: Bench, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const c = await b.eventsQueue.getJobCounts('wait', 'active', 'delayed');
-    if ((c.wait ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0 || Date.now() > until) return;
-    await sleep(20);
-  }
-}
-
-interface Paced {
-  rate: number;
-  /** The paced no-op worker's CPU ms per job at this rate, measured right before. */
-  noopCpu: number;
-  p50?: number;
-  p99?: number;
-  max?: number;
-  load: Load;
-}
-
-/**
- * One paced phase: events at `rate` for PACED_SECONDS, until every delivery is recorded. Then,
- * outside the measured load: the receipts (the receiver's clock), the deliveries' events
- * (`entregas`), and the event jobs' times kept by BullMQ.
- */
-async function pacedPhase(b: Bench, rate: number, noopCpu: number): Promise<Paced> {
-  const events = Math.round(rate * PACED_SECONDS);
-  const deliveries = events * WEBHOOKS;
-  const feed = async (n: number): Promise<Awaited<ReturnType<typeof paceEvents>>> => {
-    const result = await paceEvents(b, rate, n);
-    b.delivered += n * WEBHOOKS;
-    await waitDelivered(METRICS_PORT, b.delivered, 60_000);
-    return result;
-  };
-  await feed(Math.round(rate * PACED_LEAD_SECONDS));
-  await ask(b.receiver, { cmd: 'record' }, 'ok');
-  const meter = await loadMeter(b);
-  const { committed, seconds } = await feed(events);
-  const load = await meter(deliveries);
-
-  const { receipts } = await ask<{ receipts: Array<[string, number]> }>(b.receiver, { cmd: 'receipts' }, 'receipts');
-  await waitEventsFinished(b, 10_000);
-  const times = await jobTimes(b.redis, PREFIX, JOBS.shipmentEvent.queue, [...committed.keys()]);
-  // A receipt names its delivery (X-Request-Id); the delivery's row names its event.
-  const eventOf = new Map(
-    (
-      await b.check.query<{ id: string; evento_id: string }>(`select id, evento_id from entregas where evento_id = any($1::uuid[])`, [[...committed.keys()]])
-    ).rows.map((r) => [r.id, r.evento_id]),
-  );
-
-  // Per event: (a) commit → queued, (b) queued → taken. Per delivery (its first receipt):
-  // commit → receipt, (c) taken → receipt, (d) receipt → event job finished.
-  const queued: number[] = [];
-  const taken: number[] = [];
-  for (const [eventId, commitAt] of committed) {
-    const t = times.get(eventId);
-    if (!t) continue;
-    queued.push(t.timestamp - commitAt);
-    if (t.processedOn !== undefined) taken.push(t.processedOn - t.timestamp);
-  }
-  const latencies: number[] = [];
-  const sent: number[] = [];
-  const finished: number[] = [];
-  const seen = new Set<string>();
-  for (const [deliveryId, at] of receipts) {
-    const eventId = eventOf.get(deliveryId);
-    const commitAt = eventId === undefined ? undefined : committed.get(eventId);
-    if (commitAt === undefined || seen.has(deliveryId)) continue;
-    seen.add(deliveryId);
-    latencies.push(at - commitAt);
-    const t = times.get(eventId!);
-    if (t?.processedOn !== undefined) sent.push(at - t.processedOn);
-    if (t?.finishedOn !== undefined) finished.push(t.finishedOn - at);
-  }
-  const sorted = ascending(latencies);
-  const result: Paced = { rate, noopCpu, p50: pct(sorted, 50), p99: pct(sorted, 99), max: sorted[sorted.length - 1], load };
-  const achieved = events / seconds;
-  console.log(
-    `  paced ${rate}/s: ${events} events committed and queued in ${seconds.toFixed(2)} s (${achieved.toFixed(0)}/s` +
-      `${achieved < 0.95 * rate ? ': BEHIND, the bench could not commit and queue them at the rate asked' : ''}), ` +
-      `${seen.size} of ${deliveries} deliveries received; commit → receipt p50 ${ms(result.p50)} ms, p99 ${ms(result.p99)} ms, max ${ms(result.max)} ms`,
-  );
-  console.log(
-    `    hops, p50 / p99 ms (event job times of ${times.size} of ${events} events: BullMQ keeps the last ${KEPT_EVENT_JOBS} completed; ` +
-      `its times are whole ms): commit → queued ${p50p99(queued)}; queued → taken ${p50p99(taken)}; taken → receipt ${p50p99(sent)}; ` +
-      `receipt → event job finished ${p50p99(finished)} (negative: the event job finished before the receipt)`,
-  );
-  await printLoad(b, load, "Postgres and Redis include the bench's commit and add of each event, as the gateway's would be");
-  console.log(
-    `    dispatcher CPU per delivery ${perDelivery(load, 'dispatcher').toFixed(3)} ms = ${(perDelivery(load, 'dispatcher') / noopCpu).toFixed(2)} x the no-op worker's per job at this rate`,
-  );
-  return result;
+  const mem = await memory();
+  console.log(`    ${memoryText(mem)}`);
+  return { rate, ratio: rate / baselineRate, load, memory: mem };
 }
 
 // ---- the report ---------------------------------------------------------------------------------
 
-function printSummary(saturation: Saturation, paced: Paced[]): void {
-  const row = (name: string, perSecond: number, load: Load, noopCpu: number | undefined, latency: string): string =>
-    `  ${name.padEnd(12)} ${String(Math.round(perSecond)).padStart(6)}  ` +
-    `${['dispatcher', 'postgres', 'redis'].map((g) => perDelivery(load, g).toFixed(3)).join(' / ').padEnd(23)}  ` +
-    `${(noopCpu === undefined ? '-' : (perDelivery(load, 'dispatcher') / noopCpu).toFixed(2)).padStart(7)}  ` +
-    `${(load.redis.total / load.deliveries).toFixed(1).padStart(8)}  ${scriptsPerDelivery(load).toFixed(2).padStart(7)}  ` +
-    `${load.switches.sleeps.toFixed(2).padStart(6)}  ${latency}`;
-  console.log(
-    `summary, per delivery:  deliv/s  CPU ms dispatcher / postgres / redis  x no-op  Redis cmds  scripts  sleeps  commit → receipt p50 / p99 / max ms`,
-  );
-  for (const p of paced) console.log(row(`paced ${p.rate}/s`, p.rate * WEBHOOKS, p.load, p.noopCpu, `${ms(p.p50)} / ${ms(p.p99)} / ${ms(p.max)}`));
-  console.log(row('saturation', saturation.rate, saturation.load, undefined, '-'));
-  console.log(`  (x no-op: the dispatcher's CPU per delivery over the paced no-op worker's CPU per job at the same rate, measured right before;`);
-  console.log(`   sleeps: voluntary context switches of the dispatcher's main thread)`);
+/** One row of the summary. */
+interface Row {
+  name: string;
+  perSecond: number;
+  load: Load;
+  noopCpu?: number;
+  memory?: Memory;
+  latency: string;
+  /** The machine's 1-minute load average when the phase ended. */
+  loadAvg: number;
 }
 
-function printTargets(saturation: Saturation, baselineRate: number, paced: Paced[]): void {
-  const verdict = (ok: boolean): string => (ok ? 'met' : 'MISSED');
+function printSummary(rows: Row[]): void {
+  const line = (r: Row): string =>
+    `  ${r.name.padEnd(36)} ${String(Math.round(r.perSecond)).padStart(6)}  ` +
+    `${['dispatcher', 'postgres', 'redis'].map((g) => perDelivery(r.load, g).toFixed(3)).join(' / ').padEnd(23)}  ` +
+    `${(r.noopCpu === undefined ? '-' : (perDelivery(r.load, 'dispatcher') / r.noopCpu).toFixed(2)).padStart(7)}  ` +
+    `${(r.load.redis.total / r.load.deliveries).toFixed(1).padStart(8)}  ${scriptsPerDelivery(r.load).toFixed(2).padStart(7)}  ` +
+    `${r.load.switches.sleeps.toFixed(2).padStart(6)}  ${String(r.memory?.rss.dispatcher ?? '-').padStart(7)}  ${String(r.memory?.peakInFlight ?? '-').padStart(9)}  ` +
+    `${r.loadAvg.toFixed(1).padStart(5)}  ${r.latency}`;
+  console.log(
+    `summary, per delivery:                 deliv/s  CPU ms dispatcher / postgres / redis  x no-op  Redis cmds  scripts  sleeps  RSS MB  in flight  load1  commit → receipt p50 / p99 / max ms`,
+  );
+  for (const r of rows) console.log(line(r));
+  console.log(`  (x no-op: the dispatcher's CPU per delivery over the paced no-op worker's CPU per job at the same rate, measured right before;`);
+  console.log(`   sleeps: voluntary context switches of the dispatcher's main thread; RSS: the dispatcher's peak over the phase;`);
+  console.log(`   in flight: the most requests the receivers held at once; load1: the machine's 1-minute load average at the phase's end)`);
+}
+
+const verdict = (ok: boolean): string => (ok ? 'met' : 'MISSED');
+
+function printIssue16Targets(saturation: Saturation, paced: Paced[]): void {
   const p99At = (rate: number, limit: number): string => {
     const p = paced.find((x) => x.rate === rate);
     return p?.p99 === undefined ? `p99 <= ${limit} ms at ${rate}/s: not measured` : `p99 <= ${limit} ms at ${rate}/s ${verdict(p.p99 <= limit)} (${ms(p.p99)})`;
   };
-  const ratio = saturation.rate / baselineRate;
   const scripts = scriptsPerDelivery(saturation.load);
   const at200 = paced.find((x) => x.rate === 200);
   const cpu200 = at200 ? perDelivery(at200.load, 'dispatcher') : undefined;
-  const ratio200 = at200 && cpu200 !== undefined ? cpu200 / at200.noopCpu : undefined;
+  const ratio200 = at200 && cpu200 !== undefined && at200.noopCpu !== undefined ? cpu200 / at200.noopCpu : undefined;
   const cpuPart =
     cpu200 === undefined || ratio200 === undefined
       ? 'dispatcher CPU per delivery at 200/s: not measured'
@@ -526,18 +304,121 @@ function printTargets(saturation: Saturation, baselineRate: number, paced: Paced
           : `dispatcher CPU per delivery at 200/s ${cpu200.toFixed(3)} ms, ${ratio200.toFixed(2)} x the no-op worker's (no reference: BENCH_REF_RATIO_200 and BENCH_REF_CPU_200 unset)`;
   console.log(
     `targets (issue 16): >= 3500 deliveries/s at saturation ${verdict(saturation.rate >= 3500)} (${Math.round(saturation.rate)}); ` +
-      `>= 0.18 of the no-op worker ${verdict(ratio >= 0.18)} (${ratio.toFixed(3)}); ${p99At(200, 15)}; ${p99At(500, 40)}; ` +
+      `>= 0.18 of the no-op worker ${verdict(saturation.ratio >= 0.18)} (${saturation.ratio.toFixed(3)}); ${p99At(200, 15)}; ${p99At(500, 40)}; ` +
       `<= 2 BullMQ scripts per delivery at saturation ${verdict(scripts <= 2)} (${scripts.toFixed(2)}); ${cpuPart}`,
   );
 }
 
+interface Results {
+  saturation?: Saturation;
+  latency: Saturated[];
+  fleetPaced?: Paced;
+  e2e?: EndToEnd;
+  hang?: Saturated;
+  retry?: RetryGaps;
+  /** Every phase's memory, the dispatcher's and the gateway's peaks among them. */
+  memories: Memory[];
+}
+
+/** Issue 30's "Done when", one line per target: what it asks, the figure, PASS or FAIL (or not measured). */
+function printIssue30Targets(r: Results, build: string): void {
+  const lines: Array<[string, string, boolean | undefined]> = [];
+  const at = (latency: number): Saturated | undefined => r.latency.find((s) => s.latencyMs === latency);
+  const zero = at(0);
+  for (const [latency, least] of [
+    [100, 0.9],
+    [500, 0.8],
+  ] as const) {
+    const s = at(latency);
+    lines.push([
+      `deliveries/s to ${latency} ms receivers >= ${least} of those to 0 ms`,
+      s && zero ? `${(s.rate / zero.rate).toFixed(3)} (${Math.round(s.rate)} / ${Math.round(zero.rate)})` : 'not measured',
+      s && zero ? s.rate / zero.rate >= least : undefined,
+    ]);
+  }
+  const healthy = r.hang ? at(r.hang.latencyMs) : undefined;
+  lines.push([
+    `${HANG_PERCENT}% of webhooks never answering: the others' deliveries/s >= 0.9 of all healthy (receivers at ${HANG_LATENCY_MS} ms)`,
+    r.hang && healthy ? `${(r.hang.rate / healthy.rate).toFixed(3)} (${Math.round(r.hang.rate)} / ${Math.round(healthy.rate)})` : 'not measured',
+    r.hang && healthy ? r.hang.rate / healthy.rate >= 0.9 : undefined,
+  ]);
+  const fp = r.fleetPaced;
+  lines.push([
+    `commit → receipt p99 at ${FLEET_PACED_RATE} events/s <= the receivers' latency (${FLEET_PACED_LATENCY_MS} ms) + 20 ms`,
+    fp?.p99 !== undefined
+      ? `p99 ${ms(fp.p99 + fp.latencyMs)} ms to the answer = latency + ${ms(fp.p99)} ms (committed at ${Math.round(fp.achieved)}/s)`
+      : 'not measured',
+    fp?.p99 !== undefined ? fp.p99 <= 20 : undefined,
+  ]);
+  const gaps = r.retry ? [...r.retry.first, ...r.retry.second].sort((x, y) => x - y) : [];
+  const gapP99 = gaps.length ? gaps[Math.min(gaps.length - 1, Math.floor(0.99 * gaps.length))] : undefined;
+  lines.push([
+    `retry gaps within ${RETRY_TOLERANCE_MS} ms of 1 s and 2 s at p99 during saturation`,
+    r.retry && gapP99 !== undefined
+      ? `p99 |gap − expected| ${ms(gapP99)} ms over ${gaps.length} gaps (of ${r.retry.deliveries} deliveries, ${r.retry.seen} had their first attempt, ` +
+        `${r.retry.complete} their third${r.retry.censored ? `; ${r.retry.censored} gaps past due and still open, counted as late as the wait` : ''})`
+      : 'not measured',
+    r.retry && gapP99 !== undefined ? gapP99 <= RETRY_TOLERANCE_MS && r.retry.complete === r.retry.deliveries : undefined,
+  ]);
+  const dispatcherRss = r.memories.map((m) => m.rss.dispatcher).filter((v): v is number => v !== undefined && Number.isFinite(v));
+  const inFlight = Math.max(0, ...r.memories.map((m) => m.peakInFlight));
+  const mb = dispatcherRss.length ? Math.max(...dispatcherRss) : undefined;
+  lines.push([
+    'dispatcher peak RSS <= 150 MB (every phase) with 1,000 sends in flight',
+    mb === undefined ? 'not measured' : `${mb} MB at most; at most ${inFlight} sends in flight in any phase${inFlight < 1000 ? ' (1,000 never reached)' : ''}`,
+    mb === undefined ? undefined : mb <= 150 && inFlight >= 1000,
+  ]);
+  const gateway = r.e2e?.memory.rss.gateway;
+  lines.push([
+    'gateway peak RSS <= 150 MB (end to end)',
+    gateway === undefined ? 'not measured' : `${gateway} MB (${r.e2e!.memory.peakInFlight} sends in flight at most meanwhile)`,
+    gateway === undefined ? undefined : gateway <= 150,
+  ]);
+  lines.push(['gateway peak RSS <= 120 MB under the read bench', 'measured by pnpm bench:gateway', undefined]);
+  lines.push([
+    `0 ms saturation (one webhook) at least ${PROBE_NOOP_RATIO} of the no-op worker`,
+    r.saturation
+      ? `${r.saturation.ratio.toFixed(3)} (${Math.round(r.saturation.rate)} deliveries/s)` +
+        (zero ? `; the fleet at 0 ms: ${(zero.rate / (r.saturation.rate / r.saturation.ratio)).toFixed(3)} of it` : '')
+      : 'not measured',
+    r.saturation ? r.saturation.ratio >= PROBE_NOOP_RATIO : undefined,
+  ]);
+  const slow = at(100);
+  lines.push([
+    'dispatcher CPU per delivery at 100 ms receivers <= 1.2 x at 0 ms (the Build list)',
+    slow && zero
+      ? `${(perDelivery(slow.load, 'dispatcher') / perDelivery(zero.load, 'dispatcher')).toFixed(2)} x (${perDelivery(slow.load, 'dispatcher').toFixed(3)} / ${perDelivery(zero.load, 'dispatcher').toFixed(3)} ms, at saturation)`
+      : 'not measured',
+    slow && zero ? perDelivery(slow.load, 'dispatcher') / perDelivery(zero.load, 'dispatcher') <= 1.2 : undefined,
+  ]);
+  const conditions: string[] = [];
+  if (build !== 'dist') conditions.push('the source build (BENCH_BUILD=src)');
+  if (CONCURRENCY !== undefined) conditions.push(`DISPATCHER_CONCURRENCY=${CONCURRENCY}`);
+  if (SCALE !== 1) conditions.push(`BENCH_SCALE=${SCALE}`);
+  console.log(
+    `targets (issue 30, "Done when"): ${conditions.length ? `NOT the issue's conditions (${conditions.join(', ')})` : 'compiled build, default settings'}`,
+  );
+  const width = Math.max(...lines.map(([what]) => what.length));
+  for (const [what, figure, ok] of lines) console.log(`  ${what.padEnd(width)}  ${(ok === undefined ? '-' : ok ? 'PASS' : 'FAIL').padEnd(4)}  ${figure}`);
+  const judged = lines.filter(([, , ok]) => ok !== undefined);
+  console.log(`  ${judged.filter(([, , ok]) => ok).length} of ${judged.length} measured targets met`);
+}
+
 // ---- the run -------------------------------------------------------------------------------------
 
+const load1 = (): number => loadavg()[0]!;
+const loadText = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
+
 async function main(): Promise<void> {
+  const runStarted = now();
   execFileSync(process.execPath, ['scripts/test-certs.mjs'], { cwd: ROOT, stdio: 'inherit' });
+  const build = prepareBuild(ROOT);
+  const fleetPhases = runs('latency') || runs('fleet-paced') || runs('e2e') || runs('hang') || runs('retry');
   console.log(
-    `bench:dispatcher: ${EVENTS} events x ${WEBHOOKS} webhook(s), concurrency ${CONCURRENCY}, paced ${PACED_RATES.join(', ')} events/s ` +
-      `for ${PACED_SECONDS} s each (after ${PACED_LEAD_SECONDS} s at the rate, not measured); load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+    `bench:dispatcher (${build} build, DISPATCHER_CONCURRENCY ${CONCURRENCY ?? 'default'}${SCALE !== 1 ? `, BENCH_SCALE ${SCALE}` : ''}): ` +
+      `${EVENTS} events x ${WEBHOOKS} webhook(s), paced ${PACED_RATES.join(', ')} events/s for ${PACED_SECONDS} s each (after ${PACED_LEAD_SECONDS} s at the rate, not measured); ` +
+      `fleet of ${FLEET_COMPANIES} companies x ${FLEET_WEBHOOKS_PER_COMPANY} webhooks at ${LATENCIES.join(', ')} ms (${FLEET_RAMP_SECONDS} s + ${FLEET_SECONDS} s each); ` +
+      `load average before: ${loadText()}`,
   );
   const databaseUrl = await freshDatabase(PG_BASE, DB_NAME);
   const check = new pg.Client({ connectionString: databaseUrl });
@@ -545,65 +426,188 @@ async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: PACER_CONNECTIONS, idleTimeoutMillis: 0 });
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const eventsQueue = queueFor(JOBS.shipmentEvent, { connection: redis, prefix: PREFIX });
+  const deliveryQueue = queueFor(JOBS.delivery, { connection: redis, prefix: PREFIX });
+  // The machine's load through the run, sampled (it is shared: other work weighs on every figure).
+  const loads: number[] = [];
+  const sampler = setInterval(() => loads.push(load1()), 5000);
 
-  const receiver = child('receiver', 'bench/dispatcher/receiver.ts', { RECEIVER_PORT: String(RECEIVER_PORT) }, true);
-  let dispatcher: ChildProcess | undefined;
+  const receiver = child('receiver', 'bench/dispatcher/receiver.ts', {
+    RECEIVER_PORT: String(RECEIVER_PORT),
+    ...(fleetPhases ? { RECEIVER_EXTRA_PORTS: `${FLEET_PORT}-${FLEET_PORT + FLEET_COMPANIES - 1}` } : {}),
+  }, true);
+  const b: Bench = {
+    build,
+    databaseUrl,
+    check,
+    pool,
+    redis,
+    eventsQueue,
+    deliveryQueue,
+    receiver,
+    dispatcher: undefined,
+    empresaId: '',
+    webhooksVersion: undefined,
+    cpuGroups: {},
+    delivered: 0,
+    nextEvent: 0,
+  };
   try {
     await ask(receiver, {}, 'listening');
     const { empresaId, webhookIds, webhooksVersion } = await benchWebhooks(check, { nombre: 'Bench', receiverPort: RECEIVER_PORT, count: WEBHOOKS });
-    const b: Bench = { check, pool, redis, eventsQueue, receiver, empresaId, webhooksVersion, cpuGroups: {}, delivered: 0, nextEvent: 0 };
+    b.empresaId = empresaId;
+    b.webhooksVersion = webhooksVersion;
+    let fleet: Fleet | undefined;
+    if (fleetPhases) {
+      fleet = await createFleet(check, { companies: FLEET_COMPANIES, perCompany: FLEET_WEBHOOKS_PER_COMPANY, portBase: FLEET_PORT });
+      console.log(`  fleet: ${fleet.companies} companies, ${fleet.webhooks.length} webhooks (one per branch), on ports ${FLEET_PORT}-${FLEET_PORT + FLEET_COMPANIES - 1}`);
+    }
+    const retryTenants: RetryTenant[] = [];
+    if (runs('retry')) {
+      for (let i = 0; i < RETRY_WEBHOOKS; i++) {
+        const t = await benchWebhooks(check, { nombre: `Failing ${i}`, receiverPort: RECEIVER_PORT, path: `/fail/${i}` });
+        retryTenants.push({ empresaId: t.empresaId, webhooksVersion: t.webhooksVersion });
+      }
+    }
 
-    const baselineRate = await baseline(b, webhookIds[0]!);
+    const baselineRate = runs('saturation') ? await baseline(b, webhookIds[0]!) : undefined;
 
     // Warm-up: JIT, connection pools, the TLS connections (and the pacer's connections).
     await addEvents(eventsQueue, Array.from({ length: WARMUP_EVENTS }, () => eventJob(empresaId, b.nextEvent++, new Date().toISOString(), webhooksVersion)));
-    dispatcher = child('dispatcher', 'services/dispatcher/src/main.ts', {
+    // BENCH_DISPATCHER_NODE_ARGS: e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the dispatcher.
+    b.dispatcher = spawned('dispatcher', serviceArgs('dispatcher', build, process.env.BENCH_DISPATCHER_NODE_ARGS?.split(' ').filter(Boolean)), {
       DATABASE_URL: databaseUrl,
       REDIS_URL,
       REDIS_PREFIX: PREFIX,
       DISPATCHER_METRICS_PORT: String(METRICS_PORT),
-      DISPATCHER_CONCURRENCY: String(CONCURRENCY),
+      ...(CONCURRENCY !== undefined ? { DISPATCHER_CONCURRENCY: String(CONCURRENCY) } : {}),
       DISPATCH_HOST_MAP: 'receiver.test=127.0.0.1',
       DISPATCH_ALLOW_CIDRS: '127.0.0.0/8',
       NODE_EXTRA_CA_CERTS: join(ROOT, '.test-certs', 'ca.pem'),
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
-      // BENCH_DISPATCHER_NODE_ARGS: e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the dispatcher.
-    }, false, process.env.BENCH_DISPATCHER_NODE_ARGS?.split(' ').filter(Boolean));
-    b.cpuGroups = { dispatcher: dispatcher.pid!, receiver: receiver.pid!, postgres: /^postgres$/, redis: /^redis-server$/ };
+    });
+    b.cpuGroups = { dispatcher: b.dispatcher.pid!, receiver: receiver.pid!, postgres: /^postgres$/, redis: /^redis-server$/ };
     b.delivered = WARMUP_EVENTS * WEBHOOKS;
     await Promise.all(Array.from({ length: PACER_CONNECTIONS }, () => pool.query('select 1')));
     await waitDelivered(METRICS_PORT, b.delivered, 120_000);
     console.log(`  warm-up: ${b.delivered} deliveries recorded`);
 
-    const saturation = await saturationPhase(b, baselineRate);
+    const rows: Row[] = [];
+    const results: Results = { latency: [], memories: [] };
+    if (runs('saturation') && baselineRate !== undefined) {
+      results.saturation = await saturationPhase(b, baselineRate);
+      results.memories.push(results.saturation.memory);
+      rows.push({ name: 'saturation (1 webhook, 0 ms)', perSecond: results.saturation.rate, load: results.saturation.load, memory: results.saturation.memory, latency: '-', loadAvg: load1() });
+    }
     b.nextEvent = 10_000_000;
-    const paced: Paced[] = [];
-    if (PACED_RATES.length > 0) {
+    const pacedResults: Paced[] = [];
+    if (runs('paced') && PACED_RATES.length > 0) {
       const noop = await startPacedNoop(b, webhookIds[0]!);
       try {
         for (const rate of PACED_RATES) {
           const noopCpu = await pacedNoopPhase(b, noop, webhookIds[0]!, rate);
-          paced.push(await pacedPhase(b, rate, noopCpu));
+          const p = await pacedPhase(b, rate, noopCpu, {
+            label: `paced ${rate}/s`,
+            makeJob: () => eventJob(b.empresaId, b.nextEvent++, ''),
+            perEvent: WEBHOOKS,
+            latencyMs: 0,
+          });
+          pacedResults.push(p);
+          results.memories.push(p.memory);
+          rows.push({ name: p.label, perSecond: rate * WEBHOOKS, load: p.load, noopCpu, memory: p.memory, latency: `${ms(p.p50)} / ${ms(p.p99)} / ${ms(p.max)}`, loadAvg: load1() });
         }
       } finally {
         await stopPacedNoop(noop);
       }
     }
 
-    const rss = peakRssMb(dispatcher.pid!);
+    if (fleet) {
+      const numbering = { next: 30_000_000 };
+      const next = fleetEvents(fleet, FLEET_WEBHOOKS_PER_COMPANY, numbering);
+      // The fleet's own warm-up: two events per webhook, so every origin has its connections and every company's routes are held.
+      await configureReceiver(b, 0);
+      await addEvents(eventsQueue, Array.from({ length: 2 * fleet.webhooks.length }, () => next()));
+      await waitIdle(b, 120_000);
+      const saturatedRow = (s: Saturated): Row => ({ name: s.label, perSecond: s.rate, load: s.load, memory: s.memory, latency: '-', loadAvg: load1() });
+      if (runs('latency')) {
+        for (const latencyMs of LATENCIES) {
+          const s = await saturated(b, next, { label: `fleet at ${latencyMs} ms`, latencyMs, hang: [], rampSeconds: FLEET_RAMP_SECONDS, windowSeconds: FLEET_SECONDS });
+          results.latency.push(s);
+          results.memories.push(s.memory);
+          rows.push(saturatedRow(s));
+        }
+      }
+      if (runs('fleet-paced')) {
+        await configureReceiver(b, FLEET_PACED_LATENCY_MS);
+        const makeJob = fleetEvents(fleet, FLEET_WEBHOOKS_PER_COMPANY, numbering);
+        const p = await pacedPhase(b, FLEET_PACED_RATE, undefined, {
+          label: `fleet paced ${FLEET_PACED_RATE}/s at ${FLEET_PACED_LATENCY_MS} ms`,
+          makeJob: () => makeJob(''),
+          perEvent: 1,
+          latencyMs: FLEET_PACED_LATENCY_MS,
+        });
+        await configureReceiver(b, 0);
+        await waitIdle(b, 300_000);
+        results.fleetPaced = p;
+        results.memories.push(p.memory);
+        rows.push({ name: p.label, perSecond: FLEET_PACED_RATE, load: p.load, memory: p.memory, latency: `${ms(p.p50)} / ${ms(p.p99)} / ${ms(p.max)}`, loadAvg: load1() });
+      }
+      if (runs('e2e')) {
+        const e = await endToEnd(b, fleet);
+        await configureReceiver(b, 0);
+        await waitIdle(b, 300_000);
+        results.e2e = e;
+        results.memories.push(e.memory);
+        const pick = (xs: number[], p: number): string => ms(xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]);
+        rows.push({
+          name: `end to end ${E2E_RATE}/s (batches of ${E2E_BATCH})`,
+          perSecond: e.achieved,
+          load: e.load,
+          memory: e.memory,
+          latency: `${pick(e.sentToReceipt, 50)} / ${pick(e.sentToReceipt, 99)} / ${ms(e.sentToReceipt[e.sentToReceipt.length - 1])} (request sent → receipt)`,
+          loadAvg: load1(),
+        });
+      }
+      if (runs('hang') || runs('retry')) {
+        const hanging = someOf(fleet, HANG_PERCENT);
+        const s = await saturated(
+          b,
+          next,
+          { label: `fleet at ${HANG_LATENCY_MS} ms, ${HANG_PERCENT}% never answering`, latencyMs: HANG_LATENCY_MS, hang: hanging, rampSeconds: HANG_RAMP_SECONDS, windowSeconds: FLEET_SECONDS },
+          runs('retry')
+            ? async () => {
+                results.retry = await retryPrecision(b, retryTenants);
+              }
+            : undefined,
+        );
+        if (runs('hang')) {
+          results.hang = s;
+          results.memories.push(s.memory);
+          rows.push(saturatedRow(s));
+        }
+        if (results.retry) {
+          results.memories.push(results.retry.memory);
+          rows.push({ name: 'retry precision (saturated)', perSecond: results.retry.rate, load: results.retry.load, memory: results.retry.memory, latency: '-', loadAvg: load1() });
+        }
+      }
+    }
+
     const totals = await receiverStats(b);
     const counts = await check.query<{ estado: string; n: string }>(`select estado, count(*) n from entregas group by estado order by estado`);
-    console.log(`  dispatcher peak RSS (VmHWM): ${rss} MB`);
-    console.log(`  TLS: ${totals.handshakes} connections opened (${totals.resumed} resumed sessions) for ${totals.requests} deliveries in the whole run`);
+    console.log(`  TLS: ${totals.handshakes} connections opened (${totals.resumed} resumed sessions) for ${totals.requests} requests in the whole run`);
     console.log(`  deliveries by state: ${counts.rows.map((r) => `${r.estado} ${r.n}`).join(', ')}`);
-    console.log(`  load average after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-    printSummary(saturation, paced);
-    printTargets(saturation, baselineRate, paced);
+    const sampled = loads.length ? `${Math.min(...loads).toFixed(2)} to ${Math.max(...loads).toFixed(2)}, mean ${(loads.reduce((s, l) => s + l, 0) / loads.length).toFixed(2)}` : '-';
+    console.log(`  load average after: ${loadText()}; 1-minute load average sampled every 5 s during the run: ${sampled}`);
+    console.log(`  the run took ${((now() - runStarted) / 60_000).toFixed(1)} min`);
+    printSummary(rows);
+    if (results.saturation && pacedResults.length) printIssue16Targets(results.saturation, pacedResults);
+    printIssue30Targets(results, build);
   } finally {
-    if (dispatcher) await stopChild(dispatcher);
+    clearInterval(sampler);
+    if (b.dispatcher) await stopChild(b.dispatcher);
     receiver.send({ cmd: 'exit' });
     await stopChild(receiver);
     await eventsQueue.close();
+    await deliveryQueue.close();
     await deletePrefix(redis, PREFIX);
     redis.disconnect();
     await pool.end();

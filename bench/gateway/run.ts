@@ -1,18 +1,21 @@
-// `pnpm bench:gateway`: the real gateway (a child process, real Postgres and Redis) against a bare
-// express server, under autocannon at 50 connections. Method and figures: bench/README.md.
+// `pnpm bench:gateway`: the real gateway (a child process, real Postgres and Redis; its compiled
+// build unless BENCH_BUILD=src) against a bare express server, under autocannon at 50 connections,
+// with the gateway's peak resident memory under the reads. Method and figures: bench/README.md.
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { cpuPercent, cpuSnapshot } from '../support/cpu';
-import { freshDatabase, peakRssMb, stopChild } from '../support/bench-process';
+import { join } from 'node:path';
+import { freshDatabase, peakRssMb, prepareBuild, resetPeakRss, serviceArgs, stopChild } from '../support/bench-process';
 import { company as makeCompany, rotating, SHIPMENT_BODY, startService as start, waitFor, waitForQuiet } from '../support/gateway-bench';
 import { deletePrefix } from '../../test/support/redis-prefix';
 
 const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const DB_NAME = 'svc_bench_gateway';
+// BENCH_DB_NAME: the database the run drops and makes afresh (two runs at once need two names, and ports of their own).
+const DB_NAME = process.env.BENCH_DB_NAME ?? 'svc_bench_gateway';
 const PREFIX = `svcbench:gw:${randomBytes(4).toString('hex')}`;
 const ADMIN = `bench-admin-${randomBytes(12).toString('hex')}`;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -112,12 +115,18 @@ async function interleaved(specs: Spec[]): Promise<Figures[]> {
   });
 }
 
+/** The most the gateway may hold resident under the reads (issue 30). */
+const READ_RSS_LIMIT_MB = 120;
+
 async function main(): Promise<void> {
-  console.log(`bench:gateway: ${CONNECTIONS} connections, ${DURATION} s per scenario (+${WARMUP} s warm-up); load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const build = prepareBuild(join(__dirname, '..', '..'));
+  console.log(
+    `bench:gateway (${build} build): ${CONNECTIONS} connections, ${DURATION} s per scenario (+${WARMUP} s warm-up); load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+  );
   const databaseUrl = await freshDatabase(PG_BASE, DB_NAME);
   // BENCH_GATEWAY_NODE_ARGS: e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the gateway.
   const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const gateway = start('gateway', [...nodeArgs, '--import', 'tsx', 'services/gateway/src/main.ts'], {
+  const gateway = start('gateway', serviceArgs('gateway', build, nodeArgs), {
     DATABASE_URL: databaseUrl,
     REDIS_URL,
     REDIS_PREFIX: PREFIX,
@@ -146,6 +155,9 @@ async function main(): Promise<void> {
     const only = process.env.BENCH_ONLY?.split(',');
     const wanted = (key: string): boolean => !only || only.includes(key);
     const results: Partial<Record<'bare' | 'read' | 'create', Figures>> = {};
+    // The reads' own peak: from the memory held once the tokens are made, to the end of the reads.
+    const rssReset = resetPeakRss(gateway.pid!);
+    let readRss: number | undefined;
     const bareSpec: Spec = { name: 'bare express GET /api/v1/empresa', url: `http://127.0.0.1:${BARE_PORT}/api/v1/empresa` };
     const readSpec: Spec = {
       name: `gateway GET /api/v1/empresa (${READ_TOKENS} tokens)`,
@@ -159,6 +171,7 @@ async function main(): Promise<void> {
     } else if (wanted('read')) {
       results.read = await scenario(readSpec.name, readSpec.url, readSpec.requests);
     }
+    if (results.read) readRss = peakRssMb(gateway.pid!);
     if (wanted('create')) {
       const body = SHIPMENT_BODY;
       results.create = await scenario(
@@ -196,7 +209,10 @@ async function main(): Promise<void> {
         `${f.name.padEnd(48)} ${String(f.rps).padStart(6)}  ${ratio}  ${String(f.p50).padStart(6)}  ${`${f.p99}${f.p99max === undefined ? '' : ` (${f.p99max})`}`.padStart(20)}  ${String(f.non2xx).padStart(7)}  ${String(perRequest).padStart(11)} µs  ${String(f.cpu.others).padStart(8)}%`,
       );
     }
-    console.log(`\ngateway peak RSS (VmHWM): ${rss} MB`);
+    console.log(
+      `\ngateway peak RSS (VmHWM): ${readRss === undefined ? '' : `${readRss} MB under the reads${rssReset ? '' : ' (since it started: the peak could not be reset)'}; `}` +
+        `${rss} MB ${rssReset ? 'from the reads to the end (creations included)' : 'over the whole run'}`,
+    );
     console.log(`shipments in the database: ${counts.rows[0]!.guias} (charged: ${counts.rows[0]!.charged}); outbox unsent after 1.5 s: ${counts.rows[0]!.pending}`);
     console.log(`load average after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     if (bareF && readF) {
@@ -205,6 +221,10 @@ async function main(): Promise<void> {
       console.log(`target: authenticated reads >= 70% of bare express with p99 < 30 ms: ${ok ? 'met' : 'MISSED'}`);
     }
     if (createF) console.log(`target: creations >= 1000/s: ${createF.rps >= 1000 ? 'met' : 'MISSED'}`);
+    if (readRss !== undefined) {
+      const note = build === 'dist' ? '' : ' (the source build: the target is on the compiled one)';
+      console.log(`target (issue 30): gateway peak RSS under the reads <= ${READ_RSS_LIMIT_MB} MB: ${readRss <= READ_RSS_LIMIT_MB ? 'met' : 'MISSED'} (${readRss} MB)${note}`);
+    }
   } finally {
     await stopChild(gateway, 10_000);
     await stopChild(bare, 10_000);

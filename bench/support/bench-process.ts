@@ -1,7 +1,8 @@
-// What both benchmarks do around the services they measure: a fresh database, child processes
-// stopped cleanly, peak memory. (The run's Redis keys go with test/support/redis-prefix's deletePrefix.)
-import { readFileSync } from 'node:fs';
-import type { ChildProcess } from 'node:child_process';
+// What the benchmarks do around the services they measure: a fresh database, the build they run,
+// child processes stopped cleanly, peak memory. (The run's Redis keys go with test/support/redis-prefix's deletePrefix.)
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import pg from 'pg';
 import { createDb, createPool, migrateToLatest } from '@svc/schema';
 
@@ -40,3 +41,39 @@ export function peakRssMb(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
 }
+
+/**
+ * Starts a new peak for `peakRssMb`: the kernel's high-water mark of resident memory is reset to
+ * what the process holds now (`/proc/<pid>/clear_refs`, value 5), so each phase reads its own peak.
+ * False when the kernel refused (then the peak is the process's since it started).
+ */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Which build of the services a bench runs: `dist` (compiled by `pnpm build`, as `pnpm start:prod`) or `src` (through tsx, as `pnpm start`). */
+export type ServiceBuild = 'dist' | 'src';
+
+/**
+ * BENCH_BUILD (`dist` unless set to `src`). For `dist`, runs `pnpm build` first (about 25 s) so the
+ * figures are those of the tree as it is, unless BENCH_SKIP_BUILD=1 and both services have a build.
+ */
+export function prepareBuild(root: string): ServiceBuild {
+  const build: ServiceBuild = process.env.BENCH_BUILD === 'src' ? 'src' : 'dist';
+  if (build === 'src') return build;
+  const built = ['gateway', 'dispatcher'].every((s) => existsSync(join(root, 'services', s, 'dist', 'main.js')));
+  if (process.env.BENCH_SKIP_BUILD === '1' && built) return build;
+  const started = Date.now();
+  execFileSync('pnpm', ['build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  console.log(`  pnpm build: ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  return build;
+}
+
+/** The node arguments that run `service`'s entry point in `build` (node arguments of the caller's first). */
+export const serviceArgs = (service: 'gateway' | 'dispatcher', build: ServiceBuild, nodeArgs: string[] = []): string[] =>
+  build === 'dist' ? [...nodeArgs, `services/${service}/dist/main.js`] : [...nodeArgs, '--import', 'tsx', `services/${service}/src/main.ts`];

@@ -16,23 +16,39 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // ---- child processes ------------------------------------------------------------------------------
 
 export function child(name: string, script: string, env: Record<string, string>, ipc: boolean, nodeArgs: string[] = []): ChildProcess {
-  const options = { cwd: ROOT, env: { ...process.env, ...env }, execArgv: [...nodeArgs, '--import', 'tsx'] };
-  const c = ipc
-    ? fork(script, [], { ...options, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
-    : spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script], { ...options, stdio: ['ignore', 'ignore', 'pipe'] });
+  if (!ipc) return spawned(name, [...nodeArgs, '--import', 'tsx', script], env);
+  const c = fork(script, [], { cwd: ROOT, env: { ...process.env, ...env }, execArgv: [...nodeArgs, '--import', 'tsx'], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   c.stderr?.on('data', (b: Buffer) => process.stderr.write(`[${name}] ${b.toString()}`));
   return c;
 }
 
+/** `node <args>` from the repository's root, without IPC; its stdout discarded, its stderr shown as `[name] ...`. */
+export function spawned(name: string, args: string[], env: Record<string, string>): ChildProcess {
+  const c = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  c.stderr?.on('data', (b: Buffer) => process.stderr.write(`[${name}] ${b.toString()}`));
+  return c;
+}
+
+/** Sends `msg` (unless empty) and resolves with the child's first message that has `key`; rejects if the child exits first. */
 export function ask<T>(c: ChildProcess, msg: object, key: string): Promise<T> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const on = (m: Record<string, unknown>): void => {
       if (key in m) {
-        c.off('message', on);
+        done();
         resolve(m as T);
       }
     };
+    const exit = (code: number | null, signal: string | null): void => {
+      done();
+      reject(new Error(`the child exited (${signal ?? `code ${code}`}) before answering with ${key}`));
+    };
+    const done = (): void => {
+      c.off('message', on);
+      c.off('exit', exit);
+    };
+    if (c.exitCode !== null || c.signalCode !== null) return exit(c.exitCode, c.signalCode);
     c.on('message', on);
+    c.on('exit', exit);
     if (Object.keys(msg).length) c.send(msg);
   });
 }
@@ -47,13 +63,17 @@ export function ask<T>(c: ChildProcess, msg: object, key: string): Promise<T> {
 export const webhooksVersionSql = (empresaId: string): string =>
   `coalesce((select version from webhook_versions where empresa_id = ${empresaId}), 0)`;
 
-/** `webhooksVersion`: the company's webhook count, as the gateway's event carries it; left out for a tree before it existed. */
-export function eventJob(empresaId: string, i: number, committedAt: string, webhooksVersion?: number): ShipmentEventJob {
+/**
+ * `webhooksVersion`: the company's webhook count, as the gateway's event carries it; left out for a
+ * tree before it existed. `sucursalId`: the branch whose token made the event (its webhooks and the
+ * company's receive it), null for the company's own.
+ */
+export function eventJob(empresaId: string, i: number, committedAt: string, webhooksVersion?: number, sucursalId: string | null = null): ShipmentEventJob {
   return {
     eventId: randomUUID(),
     evento: 'GUIA_CREADA',
     empresaId,
-    sucursalId: null,
+    sucursalId,
     data: { numeroGuia: `SVCBENCH${String(i).padStart(8, '0')}`, estado: 'CREADA' },
     committedAt,
     requestId: randomUUID(),
@@ -67,13 +87,18 @@ export async function addEvents(queue: Queue<ShipmentEventJob>, jobs: ShipmentEv
   }
 }
 
-/** Deliveries the dispatchers at `metricsPorts` have counted finished (their /metrics), summed; a dispatcher that does not answer counts 0. */
-export async function deliveredCount(metricsPorts: readonly number[]): Promise<number> {
+/**
+ * Deliveries the dispatchers at `metricsPorts` have counted finished (their /metrics), summed, of
+ * one `outcome` when given; a dispatcher that does not answer counts 0.
+ */
+export async function deliveredCount(metricsPorts: readonly number[], outcome?: 'success' | 'failure'): Promise<number> {
   let n = 0;
   for (const port of metricsPorts) {
     try {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      for (const m of text.matchAll(/^svc_webhook_deliveries_total\{[^}]*\} (\d+)/gm)) n += Number(m[1]);
+      for (const m of text.matchAll(/^svc_webhook_deliveries_total\{([^}]*)\} (\d+)/gm)) {
+        if (outcome === undefined || m[1]!.includes(`outcome="${outcome}"`)) n += Number(m[2]);
+      }
     } catch {}
   }
   return n;
