@@ -249,7 +249,9 @@ export function createDeliveryProcessor(
 
   /** Sends attempt `d.attempt` if its webhook has a free slot: the outcome, ready to record. */
   async function send(d: DeliveryJob, target: WebhookTarget): Promise<SentAttempt | Wait> {
-    const admission = await slots.acquire(d.webhookId);
+    // A retry is due at the contract's time (1 s, then 2 s after the previous attempt ended): the
+    // limiter lets no other tenant make it late.
+    const admission = await slots.acquire(d.webhookId, { retry: d.attempt > 1 });
     if (!('slot' in admission)) return admission;
     const { slot } = admission;
     const outcome: AttemptOutcome = await attemptDelivery(sender, {
