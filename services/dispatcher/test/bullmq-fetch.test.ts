@@ -241,3 +241,54 @@ describe('bullmq Worker at a moderate rate: one fetch per job (patches/bullmq@5.
     }
   });
 });
+
+describe('bullmq Worker: a delayed job runs when due after the worker took the last waiting job (patches/bullmq@5.81.5.patch, the delay marker)', () => {
+  const prefix = uniquePrefix('bullmq-delay');
+  let redis: Redis;
+  beforeAll(() => {
+    redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+  });
+  afterAll(async () => {
+    await deletePrefix(redis, prefix);
+    redis.disconnect();
+  });
+
+  // The worker waits on the delay marker until the retry is due; a plain job added meanwhile wakes
+  // it, and it takes that job, the last one waiting. With the marker's second and third changes alone
+  // nothing is left to wake it when the retry falls due: no marker, blockUntil 0, so its next wait
+  // lasts drainDelay (5 s) and the retry runs about 4.2 s late. The patch puts the delay marker back
+  // with the earliest delayed time whenever it does not put the base marker back.
+  it('runs a retry due in 1 s on time although a plain job was taken while it waited', async () => {
+    const RETRY_DELAY_MS = 1000;
+    const PLAIN_AFTER_MS = 200;
+    // Far below the 4.2 s of the bug, with room for a loaded test machine.
+    const MAX_LATENESS_MS = 250;
+    const queue = new Queue('due', { connection: redis, prefix });
+    const ran = new Map<string, number>();
+    const worker = new Worker('due', async (job: Job) => {
+      ran.set(job.name, Date.now());
+    }, { connection: { url: TEST_REDIS_URL }, prefix, concurrency: 10 });
+    worker.on('error', () => undefined);
+    try {
+      await worker.waitUntilReady();
+      await queue.add('warm', {});
+      await until(worker, 'completed', () => ran.has('warm'), 5000, 'the warm-up job');
+      await sleep(50); // the worker now waits on the marker with nothing due
+
+      const retry = await queue.add('retry', {}, { delay: RETRY_DELAY_MS });
+      const dueAt = retry.timestamp + RETRY_DELAY_MS;
+      await sleep(PLAIN_AFTER_MS);
+      await queue.add('plain', {});
+      // A hang bound past drainDelay, so that the unpatched lateness is measured rather than timed out.
+      await until(worker, 'completed', () => ran.has('retry'), 10_000, 'the retry');
+
+      expect(ran.get('plain')!).toBeLessThan(dueAt);
+      const lateness = ran.get('retry')! - dueAt;
+      expect(lateness).toBeGreaterThanOrEqual(0);
+      expect(lateness).toBeLessThan(MAX_LATENESS_MS);
+    } finally {
+      await worker.close();
+      await queue.close();
+    }
+  });
+});

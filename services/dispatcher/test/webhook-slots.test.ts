@@ -12,6 +12,9 @@ const deferralOf = (a: Admission): { deferUntil: number; reason: string } => {
 };
 const FAIL = { ok: false, durationMs: 5000 };
 const OK = { ok: true, durationMs: 5 };
+/** A receiver that answers 500 at once. */
+const QUICK_FAIL = { ok: false, durationMs: 5 };
+const RETRY = { retry: true };
 
 describe('webhook slots', () => {
   it('a webhook never holds more than its bound; the next job waits here and starts when one frees', async () => {
@@ -112,6 +115,113 @@ describe('webhook slots', () => {
     const healthy = await Promise.all(['h1', 'h2', 'h3', 'h4'].map(async (id) => slotOf(await slots.acquire(id))));
     expect(slots.stats().held).toEqual({ healthy: 4, degraded: 5 });
     for (const s of [...held, ...healthy]) s.release(OK);
+  });
+
+  describe('a retry (attempt 2 or 3) is not made late by other tenants', () => {
+    /** `n` dead endpoints (degraded by two 5 s failures), each then holding one slot. */
+    async function deadHolding(slots: ReturnType<typeof createWebhookSlots>, n: number): Promise<Slot[]> {
+      const held: Slot[] = [];
+      for (let i = 0; i < n; i++) {
+        for (let k = 0; k < 2; k++) slotOf(await slots.acquire(`dead-${i}`)).release(FAIL);
+        held.push(slotOf(await slots.acquire(`dead-${i}`)));
+      }
+      return held;
+    }
+
+    it('a webhook that fails quickly is not held to the budget dead endpoints fill: its retry starts at once', async () => {
+      const slots = createWebhookSlots({ slots: 10, perWebhook: 8 });
+      const dead = await deadHolding(slots, 5); // the degraded budget: 10 / 2
+      slotOf(await slots.acquire('quick')).release(QUICK_FAIL);
+      slotOf(await slots.acquire('quick')).release(QUICK_FAIL);
+      expect(slots.stats().degradedWebhooks).toBe(6);
+
+      // Issue 30: its third attempt was deferred again every ~20 ms until a dead attempt ended (5 s).
+      const t0 = Date.now();
+      const retry = slotOf(await slots.acquire('quick', RETRY));
+      expect(Date.now() - t0).toBeLessThan(20);
+      expect(slots.stats().held).toEqual({ healthy: 0, degraded: 6 });
+      retry.release(QUICK_FAIL);
+      // Its slots come back at once, so the budget does not hold its first attempts either.
+      slotOf(await slots.acquire('quick')).release(QUICK_FAIL);
+      // A dead endpoint still is held to it, first attempt or retry.
+      for (let k = 0; k < 2; k++) slotOf(await slots.acquire('dead-5')).release(FAIL);
+      expect(deferralOf(await slots.acquire('dead-5')).reason).toBe('degraded_limit');
+      for (const s of dead) s.release(FAIL);
+    });
+
+    it('with the pool full, a retry waits here ahead of the jobs waiting before it and takes the next slot that frees', async () => {
+      const slots = createWebhookSlots({ slots: 10, perWebhook: 10, maxLocalWaitMs: 5000 });
+      slotOf(await slots.acquire('fast')).release(OK); // known fast: its jobs may wait here
+      slotOf(await slots.acquire('failing')).release(QUICK_FAIL);
+      slotOf(await slots.acquire('failing')).release(QUICK_FAIL); // degraded: its jobs are deferred rather than wait
+      const held: Slot[] = [];
+      for (let i = 0; i < 10; i++) held.push(slotOf(await slots.acquire(`busy-${i}`)));
+
+      const firstInLine = slots.acquire('fast');
+      const retry = slots.acquire('failing', RETRY);
+      expect(slots.stats().waitingHere).toBe(2);
+      held.shift()!.release(OK);
+      const got = slotOf(await retry);
+      expect(got.state).toBe('degraded');
+      expect(slots.stats().waitingHere).toBe(1);
+      held.shift()!.release(OK);
+      held.push(slotOf(await firstInLine), got);
+      for (const s of held) s.release(OK);
+    });
+
+    it("a quick webhook's retry may take the reserve a webhook already sending leaves free; a slow one's may not", async () => {
+      const slots = createWebhookSlots({ slots: 20, perWebhook: 20, maxLocalWaitMs: 10 });
+      slotOf(await slots.acquire('a')).release(OK);
+      const a: Slot[] = [];
+      for (let i = 0; i < 18; i++) a.push(slotOf(await slots.acquire('a')));
+      expect(deferralOf(await slots.acquire('a')).reason).toBe('pool_reserve');
+      a.push(slotOf(await slots.acquire('a', RETRY)));
+      expect(slots.stats().held.healthy).toBe(19);
+      // A slow webhook already sending: its retry waits for a slot below the reserve instead.
+      slotOf(await slots.acquire('slow')).release({ ok: true, durationMs: 3000 });
+      a.push(slotOf(await slots.acquire('slow')));
+      const slowRetry = slots.acquire('slow', RETRY);
+      expect(slots.stats().waitingHere).toBe(1);
+      slots.close();
+      expect(deferralOf(await slowRetry).reason).toBe('pool_reserve');
+      for (const s of a) s.release(OK);
+    });
+
+    it("a retry keeps its own webhook's bound: deferred, not waiting", async () => {
+      const slots = createWebhookSlots({ slots: 50, perWebhook: 4, maxLocalWaitMs: 5000 });
+      slotOf(await slots.acquire('w')).release(QUICK_FAIL);
+      slotOf(await slots.acquire('w')).release(QUICK_FAIL);
+      const only = slotOf(await slots.acquire('w')); // degraded: 4 / 4 = 1 slot
+      const t0 = Date.now();
+      expect(deferralOf(await slots.acquire('w', RETRY)).reason).toBe('degraded_limit');
+      expect(Date.now() - t0).toBeLessThan(20);
+      only.release(QUICK_FAIL);
+    });
+
+    it("a dead endpoint's retry waits here for the next slot of the budget rather than for its attempts' length (5 s)", async () => {
+      const slots = createWebhookSlots({ slots: 10, perWebhook: 8 });
+      const dead = await deadHolding(slots, 5);
+      for (let k = 0; k < 2; k++) slotOf(await slots.acquire('late')).release(FAIL);
+      // Its first attempts still go back to the queue until their turn.
+      expect(deferralOf(await slots.acquire('late')).deferUntil - Date.now()).toBeGreaterThanOrEqual(4000);
+      const retry = slots.acquire('late', RETRY);
+      expect(slots.stats().waitingHere).toBe(1);
+      dead.shift()!.release(FAIL);
+      const got = slotOf(await retry);
+      expect(slots.stats().held.degraded).toBe(5);
+      for (const s of [...dead, got]) s.release(FAIL);
+    });
+
+    it("only a tenth of the pool's jobs wait here for slow webhooks' retries; the next is deferred", async () => {
+      const slots = createWebhookSlots({ slots: 10, perWebhook: 8 });
+      const dead = await deadHolding(slots, 5);
+      for (let k = 0; k < 2; k++) for (const id of ['late-1', 'late-2']) slotOf(await slots.acquire(id)).release(FAIL);
+      const waiting = slots.acquire('late-1', RETRY);
+      expect(deferralOf(await slots.acquire('late-2', RETRY)).reason).toBe('degraded_limit');
+      slots.close();
+      expect(deferralOf(await waiting).reason).toBe('pool_reserve');
+      for (const s of dead) s.release(FAIL);
+    });
   });
 
   it('close sends every waiter away deferred', async () => {

@@ -12,12 +12,22 @@
  * - A webhook holds at most `perWebhook` slots (DISPATCHER_WEBHOOK_CONCURRENCY), so one busy
  *   webhook cannot take the whole pool.
  * - A webhook whose recent attempts failed (a failure score over its last attempts) is degraded:
- *   it holds at most a quarter of that, and all degraded webhooks together at most half the pool.
- *   A dead endpoint's attempts last the full 5 s, so slots are what it costs the others; healthy
- *   webhooks always keep half. It recovers after a few successes.
+ *   it holds at most a quarter of that, and the degraded webhooks whose attempts are slow together
+ *   at most half the pool. A dead endpoint's attempts last the full 5 s, so slots are what it costs
+ *   the others; healthy webhooks always keep half, but for the brief slots of quick failures. A
+ *   failure that ends quickly gives its slot back as soon as a healthy answer does: held to the
+ *   budget, it was deferred again every ~20 ms until a dead endpoint's attempt ended, and its
+ *   retries came seconds late (issue 30). It recovers after a few successes.
  * - A webhook already sending needs more than a reserve of free slots to take another; its first
  *   slot needs only one. So a tenant that sends now and then always finds a slot at once, even
  *   while another fills the pool before anyone knows its endpoint is dead.
+ * - A retry (attempt 2 or 3) is due at a time the contract fixes (1 s, then 2 s after the previous
+ *   attempt ended, courier-api.md), so other tenants must not make it late; its own webhook's bound
+ *   still holds (the spacing is kept whenever the webhook itself has room). When only the pool or
+ *   the degraded budget stands in its way it waits here, ahead of every other job, for the next
+ *   slot that frees, rather than being deferred (a deferral lasts at least 20 ms and a trip through
+ *   the delayed set; for a slow webhook, its average attempt: about 5 s). A quick webhook's retry
+ *   goes first and may take the reserve: it gives the slot back at once, to the next in line.
  */
 
 export type SlotState = 'healthy' | 'degraded';
@@ -36,6 +46,11 @@ export interface Slot {
 }
 
 export type Admission = { slot: Slot } | { deferUntil: number; reason: DeferReason };
+
+export interface AcquireOptions {
+  /** A retry (attempt 2 or 3) at its due time: see the rules for retries above. */
+  retry?: boolean;
+}
 
 export interface SlotLimiterOptions {
   /** DISPATCHER_CONCURRENCY: sends in flight in this process. */
@@ -62,6 +77,17 @@ const UNKNOWN_DURATION_MS = 50;
 const MIN_DEFER_MS = 20;
 /** Forget a webhook idle this long (its health starts afresh). */
 const IDLE_FORGET_MS = 10 * 60_000;
+/**
+ * A degraded webhook whose attempts take less than this on average holds a slot no longer than a
+ * slow healthy receiver does, so it is not held to the degraded budget: a fifth of the 5 s deadline
+ * the budget is for.
+ */
+const QUICK_ATTEMPT_MS = 1000;
+/**
+ * Longest a retry waits here for a slot before it is deferred: past the contract's tolerance it is
+ * late already, and the wait holds one of the worker's jobs.
+ */
+const RETRY_WAIT_MS = 1000;
 
 interface WebhookRecord {
   inFlight: number;
@@ -80,13 +106,15 @@ interface WebhookRecord {
 interface Waiter {
   id: string;
   record: WebhookRecord;
+  /** A retry: admitted before the others (see wake). */
+  retry: boolean;
   resolve: (admission: Admission) => void;
   timer: NodeJS.Timeout;
 }
 
 export interface WebhookSlots {
   /** A slot now, after a short wait here, or the time to come back. */
-  acquire(webhookId: string): Promise<Admission>;
+  acquire(webhookId: string, options?: AcquireOptions): Promise<Admission>;
   /** Slots held by state, jobs waiting here, deferred jobs still ahead, and degraded webhooks. */
   stats(): { held: Record<SlotState, number>; waitingHere: number; deferredAhead: number; degradedWebhooks: number };
   /** Sends every waiter away (deferred) so the worker can stop. */
@@ -102,6 +130,10 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
   const degradedCap = Math.max(1, Math.floor(perWebhook / 4));
   const degradedBudget = Math.max(1, Math.floor(slots / 2));
   const reserve = slots <= 2 ? 0 : Math.max(1, Math.ceil(slots / 10));
+  // Retries of webhooks not known to be quick that may wait here at once (each holds a worker's job,
+  // and may wait long, as a slow webhook's slot frees slowly): a tenth of the pool; the others are
+  // deferred.
+  const slowRetryWaiters = Math.max(1, Math.ceil(slots / 10));
 
   const webhooks = new Map<string, WebhookRecord>();
   const held: Record<SlotState, number> = { healthy: 0, degraded: 0 };
@@ -110,6 +142,8 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
 
   const total = (): number => held.healthy + held.degraded;
   const capOf = (w: WebhookRecord): number => Math.min(w.degraded ? degradedCap : perWebhook, slots);
+  const atOwnBound = (w: WebhookRecord): boolean => w.inFlight >= capOf(w);
+  const quick = (w: WebhookRecord): boolean => w.avgMs !== undefined && w.avgMs < QUICK_ATTEMPT_MS;
 
   function recordOf(id: string): WebhookRecord {
     let w = webhooks.get(id);
@@ -120,11 +154,12 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
     return w;
   }
 
-  /** Why this webhook cannot start a send now, or null when it can. */
-  function blocked(w: WebhookRecord): DeferReason | null {
-    if (w.inFlight >= capOf(w)) return w.degraded ? 'degraded_limit' : 'webhook_limit';
-    if (w.degraded && held.degraded >= degradedBudget) return 'degraded_limit';
-    if (total() >= (w.inFlight > 0 ? slots - reserve : slots)) return 'pool_reserve';
+  /** Why this webhook cannot start a send (a retry: `retry`) now, or null when it can. */
+  function blocked(w: WebhookRecord, retry: boolean): DeferReason | null {
+    if (atOwnBound(w)) return w.degraded ? 'degraded_limit' : 'webhook_limit';
+    if (w.degraded && held.degraded >= degradedBudget && !quick(w)) return 'degraded_limit';
+    // A quick webhook's retry may take the reserve: it gives the slot back at once.
+    if (total() >= (w.inFlight > 0 && !(retry && quick(w)) ? slots - reserve : slots)) return 'pool_reserve';
     return null;
   }
 
@@ -159,19 +194,23 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
     }
   }
 
-  /** Admits waiters in arrival order, as far as the rules let them start. */
+  /**
+   * Admits waiters as far as the rules let them start: quick webhooks' retries first (each gives its
+   * slot back at once, to the next), then the other retries, then the rest, each in arrival order.
+   */
   function wake(): void {
     if (waiters.length === 0) return;
-    const still: Waiter[] = [];
-    for (const waiter of waiters) {
-      if (blocked(waiter.record) === null) {
+    const admitted = new Set<Waiter>();
+    const rank = (x: Waiter): number => (x.retry ? (quick(x.record) ? 0 : 1) : 2);
+    for (let pass = 0; pass <= 2; pass++) {
+      for (const waiter of waiters) {
+        if (rank(waiter) !== pass || blocked(waiter.record, waiter.retry) !== null) continue;
         clearTimeout(waiter.timer);
+        admitted.add(waiter);
         waiter.resolve({ slot: take(waiter.id, waiter.record) });
-      } else {
-        still.push(waiter);
       }
     }
-    waiters = still;
+    if (admitted.size > 0) waiters = waiters.filter((x) => !admitted.has(x));
   }
 
   /** Its deferred jobs still ahead; the count is an estimate, as their times are only roughly ordered. */
@@ -206,30 +245,41 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
     }
   }
 
+  /** Waits here for a slot, at most `ms`, then is deferred. */
+  function waitHere(id: string, w: WebhookRecord, retry: boolean, ms: number, reason: DeferReason): Promise<Admission> {
+    return new Promise<Admission>((resolve) => {
+      const waiter: Waiter = {
+        id,
+        record: w,
+        retry,
+        resolve,
+        timer: setTimeout(() => {
+          waiters = waiters.filter((x) => x !== waiter);
+          resolve(defer(w, blocked(w, retry) ?? reason));
+        }, ms),
+      };
+      waiters.push(waiter);
+    });
+  }
+
+  const slowRetriesWaiting = (): number => waiters.reduce((n, x) => n + (x.retry && !quick(x.record) ? 1 : 0), 0);
+
   return {
-    acquire(id) {
+    acquire(id, { retry = false } = {}) {
       sweep();
       const w = recordOf(id);
-      const reason = blocked(w);
+      const reason = blocked(w, retry);
       if (reason === null) return Promise.resolve({ slot: take(id, w) });
+      // Only the pool or the degraded budget, that is other tenants, stand in this retry's way: it
+      // waits for the next slot, first in line.
+      if (retry && !atOwnBound(w) && (quick(w) || slowRetriesWaiting() < slowRetryWaiters)) return waitHere(id, w, true, RETRY_WAIT_MS, reason);
       // Waiting here holds one of the worker's jobs, which are only as many as the slots: only a
       // healthy webhook known to be fast (its turn within maxLocalWaitMs) may wait. Measured: when
       // webhooks never seen yet could wait, a dead tenant's backlog held a healthy tenant's jobs
       // 3.5 s at p95; when waiting also had to leave the reserve free, a single busy webhook's jobs
       // were deferred over and over (bench: 8.6% of the no-op worker against 15.3% before).
       if (w.degraded || w.avgMs === undefined || turnIn(w) > maxLocalWaitMs) return Promise.resolve(defer(w, reason));
-      return new Promise<Admission>((resolve) => {
-        const waiter: Waiter = {
-          id,
-          record: w,
-          resolve,
-          timer: setTimeout(() => {
-            waiters = waiters.filter((x) => x !== waiter);
-            resolve(defer(w, blocked(w) ?? reason));
-          }, maxLocalWaitMs),
-        };
-        waiters.push(waiter);
-      });
+      return waitHere(id, w, retry, maxLocalWaitMs, reason);
     },
     stats() {
       const at = now();
