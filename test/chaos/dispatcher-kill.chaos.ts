@@ -1,11 +1,18 @@
 import { chaosScenario } from './harness';
 
 // Deliveries are in flight on both dispatchers when one dies; its jobs move to the other once their
-// locks expire, and it is back (a new process) before the next kill.
+// locks expire, and it is back (a new process) before the next kill. Each kill comes while the
+// receiver holds requests of that dispatcher (told apart by their connections' ports): their
+// answers never reach it, so their outcome is never recorded and each must be sent again.
 chaosScenario('a dispatcher SIGKILLed twice', {}, async (h) => {
-  for (const events of [300, 800]) {
+  for (const [i, events] of [300, 800].entries()) {
     await h.untilEvents(events);
-    await h.dispatchers[0]!.kill('SIGKILL');
-    await h.dispatchers[0]!.start();
+    const d = h.dispatchers[0]!;
+    await h.until(`${d.name} with a request in the receiver's hands`, () => h.inHandFrom(d).length > 0);
+    const inHand = h.inHandFrom(d);
+    await d.kill('SIGKILL');
+    await d.start();
+    h.effect(`its requests in the receiver's hands at kill ${i + 1}`, () => inHand.length);
+    h.effect(`of those, sent again after kill ${i + 1}`, () => h.sentAgain(inHand));
   }
 });
