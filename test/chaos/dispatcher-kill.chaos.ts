@@ -2,8 +2,8 @@ import { chaosScenario } from './harness';
 
 // Deliveries are in flight on both dispatchers when one dies; its jobs move to the other once their
 // locks expire, and it is back (a new process) before the next kill. Each kill comes while the
-// receiver holds requests of that dispatcher (told apart by their connections' ports): their
-// answers never reach it, so their outcome is never recorded and each must be sent again.
+// receiver holds requests of that dispatcher (told apart by their connections' ports): the answers
+// it was about to accept never reach the dead process, so those deliveries must be sent again.
 chaosScenario('a dispatcher SIGKILLed twice', {}, async (h) => {
   for (const [i, events] of [300, 800].entries()) {
     await h.untilEvents(events);
@@ -13,6 +13,6 @@ chaosScenario('a dispatcher SIGKILLed twice', {}, async (h) => {
     await d.kill('SIGKILL');
     await d.start();
     h.effect(`its requests in the receiver's hands at kill ${i + 1}`, () => inHand.length);
-    h.effect(`of those, sent again after kill ${i + 1}`, () => h.sentAgain(inHand));
+    h.effect(`of those the receiver was accepting, sent again after kill ${i + 1}`, () => h.sentAgain(inHand));
   }
 });

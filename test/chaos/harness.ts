@@ -95,7 +95,10 @@ export interface Chaos {
   answers(): { status5xx: number; unanswered: number };
   /** Requests the receiver holds now (received, not yet answered) that came from `p`'s connections. */
   inHandFrom(p: ServiceProcess): ReceivedRequest[];
-  /** How many of `requests` had their delivery sent again afterwards (a later request with the same webhookId). */
+  /**
+   * How many of `requests` that the receiver was accepting (not one of its 503s) had their delivery
+   * sent again afterwards (a later request with the same webhookId): the sender never had the answer.
+   */
   sentAgain(requests: readonly ReceivedRequest[]): number;
   /** The stream's requests sent and not yet answered (nor failed). */
   requestsInFlight(): number;
@@ -275,6 +278,11 @@ class Receipts {
   private seen = 0;
   private readonly refusedOnce = new Set<string>();
   private readonly refused = new WeakSet<ReceivedRequest>();
+
+  /** Whether the responder answered this request 503. */
+  wasRefused(request: ReceivedRequest): boolean {
+    return this.refused.has(request);
+  }
 
   /** The receiver's responder. It runs as each request arrives, before `update()` can see it. */
   readonly respond = (request: ReceivedRequest): ResponsePlan => {
@@ -552,6 +560,7 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
     sentAgain(requests) {
       const all = receiver.requests;
       return requests.filter((r) => {
+        if (receipts.wasRefused(r)) return false;
         const id = parse(r)?.webhookId;
         const at = all.indexOf(r);
         return id !== undefined && all.slice(at + 1).some((later) => parse(later)?.webhookId === id);
