@@ -8,11 +8,11 @@ chaosScenario('a dispatcher SIGKILLed twice', {}, async (h) => {
   for (const [i, events] of [300, 800].entries()) {
     await h.untilEvents(events);
     const d = h.dispatchers[0]!;
-    await h.until(`${d.name} with a request in the receiver's hands`, () => h.inHandFrom(d).length > 0);
+    await h.until(`${d.name} with a request the receiver is about to accept`, () => h.inHandFrom(d).length > 0);
     const inHand = h.inHandFrom(d);
     await d.kill('SIGKILL');
     await d.start();
-    h.effect(`its requests in the receiver's hands at kill ${i + 1}`, () => inHand.length);
-    h.effect(`of those the receiver was accepting, sent again after kill ${i + 1}`, () => h.sentAgain(inHand));
+    h.effect(`its requests the receiver was about to accept at kill ${i + 1}`, () => inHand.length);
+    h.effect(`of those, sent again after kill ${i + 1}`, () => h.sentAgain(inHand));
   }
 });

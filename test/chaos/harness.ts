@@ -93,7 +93,10 @@ export interface Chaos {
   effect(what: string, measure: () => number | Promise<number>): void;
   /** The stream's requests answered 5xx and never answered so far (each booked once it ended). */
   answers(): { status5xx: number; unanswered: number };
-  /** Requests the receiver holds now (received, not yet answered) that came from `p`'s connections. */
+  /**
+   * Requests the receiver holds now (received, not yet answered) that came from `p`'s connections
+   * and that it is about to accept (not one of its 503s, which are sent again whatever happens).
+   */
   inHandFrom(p: ServiceProcess): ReceivedRequest[];
   /**
    * How many of `requests` that the receiver was accepting (not one of its 503s) had their delivery
@@ -554,8 +557,8 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
     effect: (what, measure) => void effects.push({ what, measure }),
     answers: () => ({ status5xx: stream.status5xx, unanswered: stream.unanswered }),
     inHandFrom(p) {
-      const ports = p.running && p.pid !== undefined ? tcpPortsOf(p.pid) : new Set<number>();
-      return receiver.inHand().filter((r) => ports.has(r.remotePort));
+      const ports = p.running && p.pid !== undefined ? tcpPortsOf(p.pid, receiver.port) : new Set<number>();
+      return receiver.inHand().filter((r) => ports.has(r.remotePort) && !receipts.wasRefused(r));
     },
     sentAgain(requests) {
       const all = receiver.requests;

@@ -1,11 +1,13 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /**
- * The local ports of a process's TCP sockets, read from Linux's /proc: which of the connections a
- * server sees (by the client's port) belong to that process, e.g. to wait until a dispatcher has
- * requests in a receiver's hands before killing it. Empty when the process is gone.
+ * The local ports of a process's TCP connections to `remotePort`, read from Linux's /proc: which of
+ * the connections a server on that port sees (by the client's port) belong to that process, e.g. to
+ * wait until a dispatcher has requests in a receiver's hands before killing it. The remote port
+ * matters: Linux gives one local port to connections to different destinations. Empty when the
+ * process is gone.
  */
-export function tcpPortsOf(pid: number): Set<number> {
+export function tcpPortsOf(pid: number, remotePort: number): Set<number> {
   const inodes = new Set<string>();
   let fds: string[] = [];
   try {
@@ -33,7 +35,8 @@ export function tcpPortsOf(pid: number): Set<number> {
     for (const line of text.split('\n').slice(1)) {
       const cols = line.trim().split(/\s+/);
       const local = cols[1]?.split(':')[1];
-      if (cols[9] !== undefined && inodes.has(cols[9]) && local) ports.add(parseInt(local, 16));
+      const remote = cols[2]?.split(':')[1];
+      if (cols[9] !== undefined && inodes.has(cols[9]) && local && remote && parseInt(remote, 16) === remotePort) ports.add(parseInt(local, 16));
     }
   }
   return ports;
