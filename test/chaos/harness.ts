@@ -94,8 +94,9 @@ export interface Chaos {
   /** The stream's requests answered 5xx and never answered so far (each booked once it ended). */
   answers(): { status5xx: number; unanswered: number };
   /**
-   * Requests the receiver holds now (received, not yet answered) that came from `p`'s connections
-   * and that it is about to accept (not one of its 503s, which are sent again whatever happens).
+   * Requests the receiver holds now that came from `p`'s connections, that it will accept (not one
+   * of its 503s, which are sent again whatever happens) and that arrived too recently to have been
+   * answered yet (this process's event loop may hear of an answer a little late).
    */
   inHandFrom(p: ServiceProcess): ReceivedRequest[];
   /**
@@ -557,8 +558,9 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
     effect: (what, measure) => void effects.push({ what, measure }),
     answers: () => ({ status5xx: stream.status5xx, unanswered: stream.unanswered }),
     inHandFrom(p) {
+      const recent = Date.now() - RECEIVER_DELAY_MS / 2;
       const ports = p.running && p.pid !== undefined ? tcpPortsOf(p.pid, receiver.port) : new Set<number>();
-      return receiver.inHand().filter((r) => ports.has(r.remotePort) && !receipts.wasRefused(r));
+      return receiver.inHand().filter((r) => ports.has(r.remotePort) && !receipts.wasRefused(r) && r.receivedAt > recent);
     },
     sentAgain(requests) {
       const all = receiver.requests;

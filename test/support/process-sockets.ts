@@ -32,7 +32,9 @@ export function tcpPortsOf(pid: number, remotePort: number): Set<number> {
       continue;
     }
     // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ...
+    const toPort = `:${remotePort.toString(16).toUpperCase().padStart(4, '0')} `;
     for (const line of text.split('\n').slice(1)) {
+      if (!line.includes(toPort)) continue; // most lines, cheaply
       const cols = line.trim().split(/\s+/);
       const local = cols[1]?.split(':')[1];
       const remote = cols[2]?.split(':')[1];
