@@ -1,6 +1,8 @@
+import { sleep } from '../support/eventually';
 import { guia } from '../support/shipment-fixtures';
 import { bearer, createCompany, type Company } from '../support/test-gateway';
 import { startDispatcherFixture, type DispatcherFixture } from '../support/test-dispatcher';
+import { owedDeliveries, stuckWork } from './committed-work';
 
 /**
  * One tenant's dead endpoints must not stall another (issue 11). Company A has 10 webhooks that
@@ -9,11 +11,12 @@ import { startDispatcherFixture, type DispatcherFixture } from '../support/test-
  * at the default DISPATCHER_CONCURRENCY (50) and DISPATCHER_WEBHOOK_CONCURRENCY (25).
  *
  * Checks: B's request-to-receipt p95 (an upper bound of commit-to-receipt) under 1 s; every one of
- * A's deliveries still gets exactly its 3 attempts, each recorded as a TIMEOUT of at most 5.1 s.
+ * A's deliveries still gets exactly its 3 attempts, each recorded as a TIMEOUT of at most 5.1 s
+ * (the fault's effect: none of A's endpoints ever answered); every event committed owes a delivery
+ * to each of its company's webhooks, recorded, and B's received; nothing is left owed.
  */
 
 const funded = { planActivo: true, creditos: 10_000, sucursalesHabilitadas: true };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 describe('chaos: a tenant with dead endpoints beside a healthy one', () => {
@@ -69,7 +72,11 @@ describe('chaos: a tenant with dead endpoints beside a healthy one', () => {
     const bReport = { p50: percentile(sorted, 50), p95: percentile(sorted, 95), max: sorted[sorted.length - 1] };
 
     const ended = `select count(*)::int as n from entregas e join webhooks w on w.id = e.webhook_id where w.empresa_id = $1 and e.estado = 'fallida'`;
+    const answeredA = `select count(*)::int as n from entregas e join webhooks w on w.id = e.webhook_id where w.empresa_id = $1 and e.estado = 'exitosa'`;
     for (;;) {
+      // The fault is that A's endpoints never answer: one that did would make this test prove nothing.
+      const answered = await count(answeredA, [a.id]);
+      if (answered > 0) throw new Error(`${answered} of A's deliveries were answered: its endpoints are not dead`);
       if ((await count(ended, [a.id])) === 300) break;
       if (Date.now() - started > 420_000) throw new Error(`A’s deliveries did not end: ${await count(ended, [a.id])} of 300`);
       await sleep(1000);
@@ -111,5 +118,19 @@ describe('chaos: a tenant with dead endpoints beside a healthy one', () => {
     // Degraded webhooks together hold at most half the pool (25), plus the first wave before
     // anyone knew (at most 45: the pool minus its reserve).
     expect(maxActive).toBeLessThanOrEqual(45);
+
+    // What the record owes, whatever the API answered: every committed event's delivery to each of
+    // its company's webhooks recorded (A's ended fallida above), B's received; nothing left owed.
+    const owed = await owedDeliveries(fx.pool);
+    expect(owed.filter((o) => o.deliveryId === null)).toEqual([]);
+    expect(owed).toHaveLength(300 + 20);
+    const receivedByB = new Set(
+      fx.receiver.requestsTo('/healthy').map((r) => {
+        const body = JSON.parse(r.rawBody.toString('utf8')) as { event: string; data: { numeroGuia: string } };
+        return `${body.event} ${body.data.numeroGuia}`;
+      }),
+    );
+    expect(owed.filter((o) => o.path === '/healthy' && !receivedByB.has(`${o.evento} ${o.numeroGuia}`))).toEqual([]);
+    expect(await stuckWork(fx.pool)).toEqual({ unfanned: 0, pending: 0 });
   }, 480_000);
 });

@@ -1,3 +1,6 @@
+/** Resolves after `ms` milliseconds: the one sleep of the tests. */
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
  * Polls until `probe` resolves true and returns how long it took; throws naming `what` past the
  * deadline. Deadlines are generous: they bound a hang, they do not measure speed.
@@ -7,6 +10,6 @@ export async function eventually(probe: () => Promise<boolean>, timeoutMs: numbe
   for (;;) {
     if (await probe()) return Date.now() - start;
     if (Date.now() - start > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, everyMs));
+    await sleep(everyMs);
   }
 }

@@ -39,6 +39,8 @@ export interface ReceivedRequest {
   tlsSessionReused: boolean;
   /** 1-based number of the TCP connection it came on (same number = same kept-alive connection). */
   connection: number;
+  /** The client's port of that connection: which process sent it (see process-sockets.ts). */
+  remotePort: number;
 }
 
 export interface ResponsePlan {
@@ -89,6 +91,8 @@ export interface Receiver {
   readonly tlsResumed: number;
   /** TCP connections accepted, TLS or not. */
   readonly connections: number;
+  /** The requests received and not yet answered, whose connection is still open. */
+  inHand(): ReceivedRequest[];
   /** Resolves with the requests once at least `count` have arrived (optionally to `path`); rejects after `timeoutMs`. */
   waitFor(count: number, timeoutMs?: number, path?: string): Promise<ReceivedRequest[]>;
   /** Forgets recorded requests and counters (responders stay). */
@@ -116,6 +120,7 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
   let tlsSessions = 0;
   let tlsResumed = 0;
   let connections = 0;
+  const inHand = new Set<ReceivedRequest>();
 
   server.on('connection', (socket: Socket) => {
     connections += 1;
@@ -171,8 +176,11 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
         receivedAt: Date.now(),
         tlsSessionReused: socket.isSessionReused(),
         connection: connectionIds.get(socket) ?? 0,
+        remotePort: socket.remotePort ?? 0,
       };
       requests.push(request);
+      inHand.add(request);
+      res.once('close', () => inHand.delete(request));
       const plan = planFor(request);
       for (const wake of [...waiters]) wake();
       if (plan.delayMs !== undefined && plan.delayMs > 0) {
@@ -220,6 +228,7 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
     get connections() {
       return connections;
     },
+    inHand: () => [...inHand],
     waitFor(count, timeoutMs = 5000, path) {
       return new Promise((resolve, reject) => {
         const check = (): boolean => {

@@ -32,11 +32,15 @@ export interface ServiceProcessOptions {
   logFile?: string;
   /** How many recent output lines are kept in memory. Default 400. */
   keepLines?: number;
+  /** Hears every output line of every run as it comes (e.g. to count a log message). */
+  onLine?: (line: string) => void;
 }
 
 export interface ServiceProcess {
   readonly name: string;
   readonly running: boolean;
+  /** The running process's id; undefined before the first start. */
+  readonly pid: number | undefined;
   /** How many times it was started. */
   readonly starts: number;
   /** The most recent output lines (stdout and stderr) of every run, oldest first. */
@@ -59,6 +63,7 @@ export function serviceProcess(options: ServiceProcessOptions): ServiceProcess {
   const alive = (): boolean => child !== undefined && child.exitCode === null && child.signalCode === null;
 
   const record = (line: string): void => {
+    options.onLine?.(line);
     lines.push(line);
     if (lines.length > keep) lines.splice(0, lines.length - keep);
     if (options.logFile) appendFileSync(options.logFile, `${line}\n`);
@@ -68,6 +73,9 @@ export function serviceProcess(options: ServiceProcessOptions): ServiceProcess {
     name: options.name,
     get running() {
       return alive();
+    },
+    get pid() {
+      return child?.pid;
     },
     get starts() {
       return starts;

@@ -14,6 +14,24 @@ export interface TcpProxy {
   /** Forwards again; connections cut or stalled before stay closed, clients reconnect. */
   restore(): void;
   close(): Promise<void>;
+  /** What it has done so far, so that a test can check that its fault took effect. */
+  readonly stats: TcpProxyStats;
+  /**
+   * The local ports of its open connections to the server: the client ports the server sees for
+   * what came through the proxy (Postgres's pg_stat_activity.client_port, Redis's CLIENT LIST addr).
+   */
+  upstreamPorts(): Set<number>;
+}
+
+export interface TcpProxyStats {
+  /** Client connections forwarded to the server. */
+  forwarded: number;
+  /** Client connections open now (forwarded or held by a stall). */
+  open: number;
+  /** Client connections it closed on cut() or stall(). */
+  dropped: number;
+  /** Client connections closed on arrival while cut. */
+  refused: number;
 }
 
 type Mode = 'forward' | 'cut' | 'stall';
@@ -21,25 +39,38 @@ type Mode = 'forward' | 'cut' | 'stall';
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   let mode: Mode = 'forward';
   const open = new Set<Socket>();
-  const track = (s: Socket): void => {
+  const clients = new Set<Socket>();
+  const upstreams = new Set<Socket>();
+  const stats = { forwarded: 0, dropped: 0, refused: 0 };
+  const track = (s: Socket, kind?: Set<Socket>): void => {
     open.add(s);
-    s.once('close', () => open.delete(s));
+    kind?.add(s);
+    s.once('close', () => {
+      open.delete(s);
+      kind?.delete(s);
+    });
     s.on('error', () => undefined);
   };
   const dropAll = (): void => {
+    stats.dropped += clients.size;
     for (const s of open) s.destroy();
     open.clear();
+    clients.clear();
+    upstreams.clear();
   };
 
   const server = createServer((client) => {
-    track(client);
     if (mode === 'cut') {
+      stats.refused += 1;
+      client.on('error', () => undefined);
       client.destroy();
       return;
     }
+    track(client, clients);
     if (mode === 'stall') return; // held open, never answered
+    stats.forwarded += 1;
     const upstream = connect(target);
-    track(upstream);
+    track(upstream, upstreams);
     client.pipe(upstream);
     upstream.pipe(client);
     const closeBoth = (): void => {
@@ -72,6 +103,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       dropAll();
       return new Promise((resolve) => server.close(() => resolve()));
     },
+    get stats() {
+      return { ...stats, open: clients.size };
+    },
+    upstreamPorts: () => new Set([...upstreams].flatMap((u) => (u.localPort === undefined ? [] : [u.localPort]))),
   };
 }
 

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { createNameResolver, createWebhookSender, NameResolutionError, type WebhookSender } from '@svc/webhook-sender';
 import { startReceiver, type Receiver } from '../../../test/support/https-receiver';
 import { startFakeDns, type FakeDns } from './support/fake-dns.server';
+import { sleep } from '../../../test/support/eventually';
 
 /**
  * Name resolution through c-ares against real name servers on UDP 127.0.0.1: one that answers (and
@@ -11,7 +12,6 @@ import { startFakeDns, type FakeDns } from './support/fake-dns.server';
  */
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 let receiver: Receiver;
 let silent: FakeDns;

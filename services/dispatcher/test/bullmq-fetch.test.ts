@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '../../../test/support/env';
 import { deletePrefix, uniquePrefix } from '../../../test/support/redis-prefix';
 import { startSideRedis, type SideRedis } from '../../../test/support/side-redis';
+import { sleep } from '../../../test/support/eventually';
 
 /**
  * patches/bullmq@5.81.5.patch (see patches/README.md): BullMQ's Worker.mainLoop fetches jobs one
@@ -17,8 +18,6 @@ import { startSideRedis, type SideRedis } from '../../../test/support/side-redis
  * starts before fetch N+1 can answer (1, 2, ... 50). The other tests keep the paths the patch must
  * not change: concurrency bound, close and pause while the worker is still fetching, the rate limiter.
  */
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Gate {
   promise: Promise<void>;

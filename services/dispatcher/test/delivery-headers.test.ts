@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { standardSecret, verify } from '@svc/webhook-signature';
 import { TEST_REDIS_URL } from '../../../test/support/env';
-import { eventually } from '../../../test/support/eventually';
+import { eventually, sleep } from '../../../test/support/eventually';
 import type { ReceivedRequest } from '../../../test/support/https-receiver';
 import { deletePrefix } from '../../../test/support/redis-prefix';
 import { count, createOne, moveOn } from '../../../test/support/shipment-fixtures';
@@ -12,7 +12,6 @@ import { createWebhook } from '../../../test/support/webhook-fixtures';
 
 /** The reconciler looks only when the test says so, for work 1 s late. */
 const MANUAL = { RECONCILE_INTERVAL_MS: '3600000', RECONCILE_GRACE_MS: '1000' };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const bodyOf = (r: ReceivedRequest) => JSON.parse(r.rawBody.toString('utf8')) as { event: string; timestamp: string; webhookId: string; data: Record<string, unknown> };
 const header = (r: ReceivedRequest, name: string): string | undefined => {

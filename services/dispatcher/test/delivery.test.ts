@@ -7,10 +7,10 @@ import { guia, moveOn } from '../../../test/support/shipment-fixtures';
 import { bearer, createBranch, createCompany, type Company, type TestGateway } from '../../../test/support/test-gateway';
 import { startDispatcherFixture, type DispatcherFixture, type TestDispatcher } from '../../../test/support/test-dispatcher';
 import { createDispatcherMetrics } from '../src/observability/dispatcher-metrics';
+import { sleep } from '../../../test/support/eventually';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const funded = { planActivo: true, creditos: 10_000, sucursalesHabilitadas: true };
 
 interface EntregaRow {

@@ -2,6 +2,7 @@ import { guia } from '../../../test/support/shipment-fixtures';
 import { bearer, createCompany, type Company } from '../../../test/support/test-gateway';
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
 import { parseExposition, sampleSum } from '../../../test/support/prometheus-text';
+import { sleep } from '../../../test/support/eventually';
 
 /**
  * Fair sharing in a real dispatcher, small and fast: one tenant's failing endpoint never holds more
@@ -11,7 +12,6 @@ import { parseExposition, sampleSum } from '../../../test/support/prometheus-tex
  */
 
 const funded = { planActivo: true, creditos: 10_000, sucursalesHabilitadas: true };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('dispatcher: fair sharing between webhooks', () => {
   let fx: DispatcherFixture;

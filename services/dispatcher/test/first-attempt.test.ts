@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { Redis } from 'ioredis';
 import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/schema';
 import { deletePrefix } from '../../../test/support/redis-prefix';
-import { eventually } from '../../../test/support/eventually';
+import { eventually, sleep } from '../../../test/support/eventually';
 import { captureLogs } from '../../../test/support/log-capture';
 import { createBatch, guia } from '../../../test/support/shipment-fixtures';
 import { bearer, createCompany, type Company } from '../../../test/support/test-gateway';
@@ -11,8 +11,6 @@ import { TEST_REDIS_URL } from '../../../test/support/env';
 import { deliveryIdOf } from '../src/fan-out/fan-out.worker';
 import { findEvents, markFannedOut } from '../src/outbox/outbox.repository';
 import { insertNewDeliveries } from '../src/deliveries/delivery.repository';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function count(pool: pg.Pool, query: string): Promise<number> {
   return Number((await pool.query<{ n: string }>(query)).rows[0]!.n);

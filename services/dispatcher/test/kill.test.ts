@@ -1,14 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { eventually } from '../../../test/support/eventually';
+import { eventually, sleep } from '../../../test/support/eventually';
 import type { Receiver } from '../../../test/support/https-receiver';
 import { createBatch, guia } from '../../../test/support/shipment-fixtures';
 import { bearer, createCompany, type TestGateway } from '../../../test/support/test-gateway';
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
 
 const ROOT = join(__dirname, '../../..');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface DispatcherProcess {
   child: ChildProcess;

@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { createMicroBatcher, type MicroBatchOptions } from '../src/support/micro-batch';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../../../test/support/eventually';
 
 /** A batcher whose `run` records each batch it was given and answers each item doubled. */
 function recording(options: MicroBatchOptions) {

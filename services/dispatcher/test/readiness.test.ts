@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { JOBS } from '@svc/schema';
-import { eventually } from '../../../test/support/eventually';
+import { eventually, sleep } from '../../../test/support/eventually';
 import type { Receiver } from '../../../test/support/https-receiver';
 import { parseExposition, sampleSum, type Family } from '../../../test/support/prometheus-text';
 import { guia } from '../../../test/support/shipment-fixtures';
@@ -9,8 +9,6 @@ import { bearer, createCompany, type Company, type TestGateway } from '../../../
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
 import { recordUnhandledRejections } from '../../../test/support/unhandled-rejections';
 import { QUEUE_STATES } from '../src/observability/dispatcher-metrics';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('dispatcher /healthz, /metrics and /readyz on the metrics port', () => {
   const unhandled = recordUnhandledRejections();

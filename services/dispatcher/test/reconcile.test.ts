@@ -1,13 +1,11 @@
 import type pg from 'pg';
 import { deletePrefix } from '../../../test/support/redis-prefix';
-import { eventually } from '../../../test/support/eventually';
+import { eventually, sleep } from '../../../test/support/eventually';
 import { createBatch, guia } from '../../../test/support/shipment-fixtures';
 import { bearer, createCompany, type Company } from '../../../test/support/test-gateway';
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '../../../test/support/env';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Reconciler settings that make a test quick: look every 200 ms for work 1 s late. */
 const QUICK = { RECONCILE_INTERVAL_MS: '200', RECONCILE_GRACE_MS: '1000' };

@@ -1,5 +1,5 @@
 import { verify } from '@svc/webhook-signature';
-import { eventually } from '../../../test/support/eventually';
+import { eventually, sleep } from '../../../test/support/eventually';
 import type { ReceivedRequest } from '../../../test/support/https-receiver';
 import { createOne, moveOn, simulate } from '../../../test/support/shipment-fixtures';
 import { verifyStandard } from '../../../test/support/standard-webhooks';
@@ -7,7 +7,6 @@ import { createBranch, createCompany, type Company } from '../../../test/support
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
 import { createWebhook } from '../../../test/support/webhook-fixtures';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const header = (r: ReceivedRequest, name: string): string | undefined => {
   const v = r.headers[name];
   return Array.isArray(v) ? v.join(', ') : v;

@@ -3,8 +3,7 @@ import type { Receiver } from '../../../test/support/https-receiver';
 import { createBatch, guia } from '../../../test/support/shipment-fixtures';
 import { bearer, createCompany, type TestGateway } from '../../../test/support/test-gateway';
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../../../test/support/eventually';
 
 describe('a graceful stop', () => {
   let fx: DispatcherFixture;

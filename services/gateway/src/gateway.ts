@@ -78,7 +78,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     // https://github.com/taskforcesh/bullmq/issues/3546, open). Started means checked.
     await Promise.all([eventsQueue.waitUntilReady(), deliveryQueue.waitUntilReady()]);
 
-    const tokenCache = new TokenCache(redis, subscriber, config.redisPrefix);
+    // A test's clock also ages the token cache, so its 60 s can be tested without waiting them.
+    const tokenCache = new TokenCache(redis, subscriber, config.redisPrefix, options.clock ? { now: () => clock.now().getTime() } : {});
     await tokenCache.start();
     undo.push('token cache', () => tokenCache.stop());
 

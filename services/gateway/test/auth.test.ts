@@ -7,6 +7,10 @@ import {
   type GatewayFixture,
   type TestGateway,
 } from '../../../test/support/test-gateway';
+import { testKeyPrefix } from '../../../test/support/env';
+import { testRedisClient } from '../../../test/support/redis-prefix';
+import { manualClock } from '../../../test/support/shipment-fixtures';
+import { hashToken } from '../src/auth/token';
 
 const envelope401 = { success: false, error: { code: 'AUTH_REQUIRED', message: expect.any(String) } };
 
@@ -134,6 +138,40 @@ describe('authentication of /api/v1', () => {
     expect((await a.admin('post', `/empresas/${c.id}/sucursales/${s.id}/tokens`)).status).toBe(201);
     expect((await b.http.get('/api/v1/empresa').set('Authorization', bearer(s.live))).status).toBe(401);
     expect((await b.http.get('/api/v1/empresa').set('Authorization', bearer(c.live))).status).toBe(200);
+  });
+
+  // The contract caches a token's result for 60 seconds: the limit on how long an instance that
+  // missed both the rotation's message and its revoked mark (a lost message, a mark gone with Redis)
+  // may go on serving a token that is no longer stored.
+  it('serves a cached token for 60 s of its own clock and not a moment longer once the token is gone', async () => {
+    const clock = manualClock(new Date('2026-11-22T12:00:00.000Z'));
+    const late = await fx.addGateway({ clock });
+    const c = await createCompany(a);
+    const status = async (gw: TestGateway): Promise<number> => (await gw.http.get('/api/v1/empresa').set('Authorization', bearer(c.live))).status;
+    expect(await status(late)).toBe(200); // looked up and cached at 12:00:00
+    // Gone from Postgres behind every instance's back: no message, no revoked mark.
+    expect((await fx.pool.query('delete from tokens where empresa_id = $1', [c.id])).rowCount).toBe(2);
+    expect(await status(a)).toBe(401); // an instance without it cached looks it up
+    clock.set('2026-11-22T12:00:59.999Z');
+    expect(await status(late)).toBe(200); // still the cached answer: the test does reach the cache
+    clock.set('2026-11-22T12:01:00.000Z');
+    expect(await status(late)).toBe(401);
+  });
+
+  it('keeps the revoked mark of a rotated token longer than an instance may cache it (60 s)', async () => {
+    const c = await createCompany(a);
+    expect((await b.http.get('/api/v1/empresa').set('Authorization', bearer(c.live))).status).toBe(200);
+    expect((await a.admin('post', `/empresas/${c.id}/tokens`)).status).toBe(201);
+    const redis = testRedisClient();
+    try {
+      for (const token of [c.live, c.test]) {
+        const ttlMs = await redis.pttl(`${testKeyPrefix(fx.prefix)}:auth:revoked:${hashToken(token)}`);
+        // An entry cached just before the rotation lives 60 s more: the mark must still be there then.
+        expect(ttlMs).toBeGreaterThan(60_000);
+      }
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('never writes a token or the admin token to the logs', async () => {

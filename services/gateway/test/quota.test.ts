@@ -193,6 +193,65 @@ describe('daily limit and credits', () => {
     expect(await empresaRow(pool, c.id)).toMatchObject({ guias_hoy: 3, guias_hoy_dia: tomorrow, creditos: 99 });
   });
 
+  // The other tests read "today" with the implementation's own expression, so a reset at midnight
+  // UTC would pass them whenever they run outside 00:00-06:00 UTC. Here Postgres's clock is set to
+  // fixed instants around 06:00 UTC (midnight in Guatemala, UTC-6 all year) and the days are the
+  // test's own: a schema of this file's database whose statement_timestamp(), transaction_timestamp()
+  // and now() return one stored instant, put before pg_catalog in the search_path of one more
+  // gateway's connections (and that gateway's own clock set alike, for Retry-After).
+  it('resets the daily limit at midnight in Guatemala (06:00 UTC), not at midnight UTC', async () => {
+    await pool.query(`
+      create schema fake_clock;
+      create table fake_clock.instant (at timestamptz not null);
+      insert into fake_clock.instant values ('2026-11-21T23:30:00Z');
+      create function fake_clock.statement_timestamp() returns timestamptz language sql stable as 'select at from fake_clock.instant';
+      create function fake_clock.transaction_timestamp() returns timestamptz language sql stable as 'select at from fake_clock.instant';
+      create function fake_clock.now() returns timestamptz language sql stable as 'select at from fake_clock.instant';`);
+    const options = encodeURIComponent('-c search_path=fake_clock,public,pg_catalog');
+    const at = manualClock(new Date('2026-11-21T23:30:00Z'));
+    const late = await fx.addGateway({ clock: at, databaseUrl: `${fx.database.url}?options=${options}` });
+    const moveTo = async (instant: string): Promise<void> => {
+      at.set(instant);
+      await pool.query('update fake_clock.instant set at = $1', [instant]);
+    };
+    // The Guatemala day of each instant, from the tz database rather than the implementation's offset.
+    const inGuatemala = (instant: string): string =>
+      new Intl.DateTimeFormat('en-CA', { timeZone: 'America/Guatemala', year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(instant));
+    const steps = [
+      // [instant, its day in Guatemala, seconds until the next midnight there]
+      ['2026-11-21T23:30:00.000Z', '2026-11-21', 6.5 * 3600], // 17:30 in Guatemala
+      ['2026-11-22T00:30:00.000Z', '2026-11-21', 5.5 * 3600], // 18:30 in Guatemala; UTC's day has moved on
+      ['2026-11-22T05:59:59.000Z', '2026-11-21', 1], // 23:59:59 in Guatemala
+      ['2026-11-22T06:00:00.000Z', '2026-11-22', 24 * 3600], // midnight in Guatemala
+    ] as const;
+    for (const [instant, day] of steps) expect(inGuatemala(instant)).toBe(day);
+
+    const c = await createCompany(gw, { planActivo: true, creditos: 100, limiteDiario: 2 });
+    const [evening, afterUtcMidnight, lastSecond, midnight] = steps;
+    await moveTo(evening[0]);
+    expect((await createBatch(late, c.live, [guia(1), guia(2)])).status).toBe(201);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ guias_hoy: 2, guias_hoy_dia: evening[1] });
+    const refused = await createOne(late, c.live);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe(String(evening[2]));
+
+    for (const [instant, day, untilMidnight] of [afterUtcMidnight, lastSecond]) {
+      await moveTo(instant);
+      expect((await late.admin('get', `/empresas/${c.id}`)).body.data.guiasHoy).toBe(2);
+      const still = await createOne(late, c.live);
+      expect([instant, still.status]).toEqual([instant, 429]);
+      expect(still.headers['retry-after']).toBe(String(untilMidnight));
+      expect(await empresaRow(pool, c.id)).toMatchObject({ guias_hoy: 2, guias_hoy_dia: day });
+    }
+
+    await moveTo(midnight[0]);
+    expect((await late.admin('get', `/empresas/${c.id}`)).body.data.guiasHoy).toBe(0);
+    expect((await createOne(late, c.live)).status).toBe(201);
+    expect(await empresaRow(pool, c.id)).toMatchObject({ guias_hoy: 1, guias_hoy_dia: midnight[1], creditos: 97 });
+    expect((await createOne(late, c.live)).status).toBe(201);
+    expect((await createOne(late, c.live)).status).toBe(429);
+  });
+
   it('counts refusals in the metrics by reason', async () => {
     const c = await createCompany(gw, { planActivo: true, creditos: 1, limiteDiario: 1 });
     // get() hands out the live objects: read the numbers at once.

@@ -1,11 +1,11 @@
 import { verify } from '@svc/webhook-signature';
 import type { Receiver } from '../../../test/support/https-receiver';
 import { bearer, createCompany, startGatewayFixture, type Company, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
+import { sleep } from '../../../test/support/eventually';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('POST /api/v1/webhooks/:id/test (PING) against a real HTTPS receiver', () => {
   let fx: GatewayFixture;

@@ -6,11 +6,11 @@ import { acceptedByStandard } from '../../../test/support/standard-webhooks';
 import { bearer, createBranch, createCompany, type Company } from '../../../test/support/test-gateway';
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
 import { createWebhook } from '../../../test/support/webhook-fixtures';
+import { sleep } from '../../../test/support/eventually';
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 const HOUR = 3600_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Rotated {
   id: string;
