@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Queue } from 'bullmq';
 import type pg from 'pg';
-import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/schema';
+import { bulkJobs, createSecretBox, JOBS, loadSettings, type ShipmentEventJob } from '@svc/schema';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -134,12 +134,17 @@ export async function benchWebhooks(
   const path = opts.path ?? '/hook';
   const empresaId = (await db.query<{ id: string }>(`insert into empresas (nombre, verificada) values ($1, true) returning id`, [opts.nombre])).rows[0]!.id;
   const webhookIds: string[] = [];
+  // Sealed as a gateway would (SECRETS_KEY from the environment the services get, else the
+  // development key): a dispatcher already running opens it; one started later finds it sealed.
+  const secrets = createSecretBox(loadSettings('bench', process.env, () => ({})).secretsKeys);
   for (let i = 0; i < count; i++) {
     const url = `https://receiver.test:${opts.receiverPort}${path}${count > 1 ? `/${i}` : ''}`;
-    const w = await db.query<{ id: string }>(`insert into webhooks (empresa_id, url, secret, eventos) values ($1, $2, $3, '{}') returning id`, [
+    const id = randomUUID();
+    const w = await db.query<{ id: string }>(`insert into webhooks (id, empresa_id, url, secret, eventos) values ($1, $2, $3, $4, '{}') returning id`, [
+      id,
       empresaId,
       url,
-      `whsec_${randomBytes(32).toString('base64url')}`,
+      secrets.seal(id, `whsec_${randomBytes(32).toString('base64url')}`),
     ]);
     webhookIds.push(w.rows[0]!.id);
   }

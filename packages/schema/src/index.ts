@@ -6,6 +6,8 @@ export * from './settings';
 export * from './db/types';
 export * from './db/tables/delivery-attempts.table';
 export * from './db/tables/webhooks.table';
+export * from './db/sealed-secrets';
+export * from './db/secrets-at-rest';
 export * from './db/database';
 export * from './db/open-database';
 export * from './db/migrate';

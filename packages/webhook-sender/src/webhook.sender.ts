@@ -79,11 +79,20 @@ const LOOKUP_GRACE_MS = 50;
 const MAX_DRAINED_BODY = 64 * 1024;
 const BLOCKED_CODE = 'SVC_ADDRESS_BLOCKED';
 
-/** Raised inside the connector when the address guard refuses the resolved address. */
+/**
+ * Raised inside the connector when the address guard refuses the resolved address. Its message is
+ * what the delivery log (`mensaje`) and the PING's record show the tenant, so it is the same whatever
+ * the range and names neither the address nor the range (extensions.md): a tenant must not map the
+ * operator's private network through PINGs. The address and range stay on the error, unlogged.
+ */
 export class BlockedAddressError extends Error {
   readonly code = BLOCKED_CODE;
-  constructor(host: string, address: string, range: string) {
-    super(`${host} resolves to ${address} (${range} range), where the sender does not connect`);
+  constructor(
+    host: string,
+    readonly address: string,
+    readonly range: string,
+  ) {
+    super(`${host} resolves to a non-public address`);
     this.name = 'BlockedAddressError';
   }
 }

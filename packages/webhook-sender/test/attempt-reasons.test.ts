@@ -84,10 +84,34 @@ describe('why an attempt failed', () => {
     });
   });
 
-  it('BLOCKED_ADDRESS: the name resolves to a private address', async () => {
+  it('BLOCKED_ADDRESS: the name resolves to a private address, said without the address or its range', async () => {
     const outcome = await sender.send('https://private.test/hook', '{}', JSON_HEADERS);
     expect(outcome).toMatchObject({ ok: false, statusCode: 0, error: 'BLOCKED_ADDRESS', response: null });
-    expect(outcome.message).toMatch(/10\.0\.0\.7/);
+    expect(outcome.message).toBe('private.test resolves to a non-public address');
+  });
+
+  it('BLOCKED_ADDRESS: the same words whatever the range, never the address', async () => {
+    const ranges: Array<[host: string, address: string]> = [
+      ['loopback.test', '127.0.0.1'],
+      ['linklocal.test', '169.254.169.254'],
+      ['cgnat.test', '100.64.0.1'],
+      ['ula.test', 'fd00::1'],
+      ['mapped.test', '::ffff:192.168.1.1'],
+      ['multicast.test', '224.0.0.1'],
+    ];
+    const strict = createWebhookSender({ hostMap: ranges.map(([h, a]) => `${h}=${a}`).join(','), allowCidrs: '', timeoutMs: 1000 });
+    try {
+      for (const [host, address] of ranges) {
+        const outcome = await strict.send(`https://${host}/hook`, '{}', JSON_HEADERS);
+        expect(outcome).toMatchObject({ error: 'BLOCKED_ADDRESS', message: `${host} resolves to a non-public address` });
+        expect(outcome.message).not.toContain(address);
+      }
+      // An IP literal is the tenant's own text; still no range named.
+      const literal = await strict.send('https://10.1.2.3/hook', '{}', JSON_HEADERS);
+      expect(literal).toMatchObject({ error: 'BLOCKED_ADDRESS', message: '10.1.2.3 resolves to a non-public address' });
+    } finally {
+      await strict.close();
+    }
   });
 
   it('TIMEOUT: no answer within the deadline', async () => {

@@ -1,6 +1,6 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import { coalesceWrites, connectRedis, createLogger, createStopStack, serveMetrics, type Logger } from '@svc/observability';
-import { JOBS, lateExtraCaCerts, openDatabase, queueFor } from '@svc/schema';
+import { createSecretBox, JOBS, lateExtraCaCerts, openDatabase, prepareSecretsAtRest, queueFor } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { DispatcherConfig } from './config';
 import { createFanOut } from './fan-out/fan-out.worker';
@@ -43,6 +43,9 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
   try {
     // Its two hot statements (the fan-out, the attempts' record) are prepared: planned once per connection.
     const { pool, db } = openDatabase(config, 'dispatcher', undo, { genericPlans: true });
+    // Before anything sends: every stored secret opens, and none is left in plaintext.
+    const secrets = createSecretBox(config.secretsKeys);
+    await prepareSecretsAtRest(db, secrets, logger);
 
     // Queue adds, counts and readiness must not hang while Redis is away; the workers must ride it out.
     const commands = await connectRedis(config, 'commands', undo, 'redis');
@@ -90,8 +93,8 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     });
 
     const postgres = createPostgresWatch((listener) => pool.on('error', listener));
-    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue, slots, metrics, logger, postgres });
-    const fanOut = createFanOut({ db, deliveries, postgres, metrics });
+    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue, slots, metrics, logger, postgres, secrets });
+    const fanOut = createFanOut({ db, deliveries, postgres, metrics, secrets });
 
     const workerOptions = {
       prefix: config.redisPrefix,

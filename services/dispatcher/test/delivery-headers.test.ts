@@ -162,7 +162,10 @@ describe('the headers of every delivery: webhook-id, webhook-timestamp, webhook-
     ['not whsec_ at all', 'an-older-plain-secret'],
   ])('a webhook whose secret is %s: verified with the documented key', async (_case, legacy) => {
     const w = await hook(`/legacy-${legacy.length}`);
+    // Written in plaintext as a version before sealing did, then sealed as the gateway's upkeep does.
     await fx.pool.query('update webhooks set secret = $2 where id = $1', [w.id, legacy]);
+    expect(await fx.gw.secretsUpkeep.runOnce()).toMatchObject({ sealed: 1 });
+    expect((await fx.pool.query<{ secret: string }>('select secret from webhooks where id = $1', [w.id])).rows[0]!.secret).toMatch(/^v1:/);
     await sleep(1100); // past the dispatcher's one-second reuse of a webhook's secrets
     await ship();
     const [r] = await fx.receiver.waitFor(1, 10_000, `/legacy-${legacy.length}`);

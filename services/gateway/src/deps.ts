@@ -1,5 +1,5 @@
 import type { Logger, RedisClient } from '@svc/observability';
-import type { Clock, Db } from '@svc/schema';
+import type { Clock, Db, SecretBox } from '@svc/schema';
 import type { WebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
 import type { TokenCache } from './auth/token-cache';
@@ -26,6 +26,8 @@ export interface GatewayDeps {
   resendRelay: ResendRelay;
   /** The same sending code as the dispatcher, for the synchronous PING. */
   sender: WebhookSender;
+  /** Seals webhook secrets as they are written, opens them to sign a PING (SECRETS_KEY). */
+  secrets: SecretBox;
   metrics: GatewayMetrics;
   logger: Logger;
   clock: Clock;

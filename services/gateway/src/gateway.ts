@@ -1,7 +1,7 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { RedisOptions } from 'ioredis';
 import { closeServer, connectRedis, createLogger, createStopStack, listen, serveMetrics, type Logger, type RedisClient } from '@svc/observability';
-import { JOBS, lateExtraCaCerts, openDatabase, queueFor, systemClock, type Clock } from '@svc/schema';
+import { createSecretBox, JOBS, lateExtraCaCerts, openDatabase, prepareSecretsAtRest, queueFor, systemClock, type Clock } from '@svc/schema';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
 import { createAdminApp, createApp } from './app';
@@ -16,6 +16,7 @@ import { pendingStats } from './outbox/outbox.repository';
 import { createResendRelay } from './deliveries/resend.relay';
 import { createIdempotencyRetention, type IdempotencyRetention } from './idempotency/idempotency.retention';
 import { createActivityRetention, type ActivityRetention } from './activity/activity.retention';
+import { createSecretsUpkeep, type SecretsUpkeep } from './webhooks/secrets.upkeep';
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -38,6 +39,8 @@ export interface RunningGateway {
   idempotencyRetention: IdempotencyRetention;
   /** Removes activity entries past RETENTION_DAYS, every hour. */
   activityRetention: ActivityRetention;
+  /** Erases previous secrets past their overlap and seals any left in plaintext, every minute. */
+  secretsUpkeep: SecretsUpkeep;
   /** Undoes start in reverse order; each step on its own, so one failure does not skip the rest. */
   stop(): Promise<void>;
 }
@@ -51,6 +54,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
 
   try {
     const { pool, db } = openDatabase(config, 'gateway', undo);
+    // Before anything serves: a webhook's secret must open, and none may stay in plaintext.
+    const secrets = createSecretBox(config.secretsKeys);
+    await prepareSecretsAtRest(db, secrets, logger);
 
     const redis = await connectRedis(config, 'commands', undo, 'redis'); // the request path: a 503, not a wait
     const subscriber = await connectRedis(config, 'subscriber', undo, 'redis subscriber');
@@ -100,6 +106,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const activityRetention = createActivityRetention({ db, logger, retentionDays: config.retentionDays });
     activityRetention.start();
     undo.push('activity retention', () => activityRetention.stop());
+    const secretsUpkeep = createSecretsUpkeep({ db, secrets, logger });
+    secretsUpkeep.start();
+    undo.push('secrets upkeep', () => secretsUpkeep.stop());
 
     const sender = createWebhookSender({
       hostMap: config.dispatchHostMap,
@@ -123,6 +132,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       outboxRelay,
       resendRelay,
       sender,
+      secrets,
       metrics,
       logger,
       clock,
@@ -147,7 +157,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     undo.push('http server', () => closeServer(server));
 
     logger.info({ port, metricsPort, ...(separateAdmin ? { adminPort, adminHost: config.adminHost } : {}) }, 'gateway listening');
-    return { deps, server, metricsServer, port, metricsPort, adminServer, adminPort, idempotencyRetention, activityRetention, stop };
+    return { deps, server, metricsServer, port, metricsPort, adminServer, adminPort, idempotencyRetention, activityRetention, secretsUpkeep, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -115,6 +115,17 @@ describe('POST /api/v1/webhooks/:id/test (PING) against a real HTTPS receiver', 
     expect(receiver.connections).toBe(before);
     const detail = await api('get', `/webhooks/${id}`);
     expect(detail.body.data.entregas[0]).toMatchObject({ exitoso: false, statusCode: 0, intentos: 1 });
+    // The refusal as the tenant reads it: neither the address (10.1.2.3) nor its range (extensions.md).
+    const log = await api('get', `/webhooks/${id}/entregas`);
+    expect(log.status).toBe(200);
+    const attempts = log.body.data.entregas[0].intentosDetalle as Array<{ error: string; mensaje: string }>;
+    expect(attempts).toEqual([expect.objectContaining({ statusCode: 0, error: 'BLOCKED_ADDRESS', mensaje: 'private.test resolves to a non-public address' })]);
+    expect(JSON.stringify(log.body)).not.toMatch(/10\.1\.2\.3|private range/);
+    const stored = await fx.pool.query<{ mensaje: string | null }>(
+      'select i.mensaje from entrega_intentos i join entregas e on e.id = i.entrega_id where e.webhook_id = $1',
+      [id],
+    );
+    expect(stored.rows).toEqual([{ mensaje: 'private.test resolves to a non-public address' }]);
     await retire(id);
   });
 

@@ -48,13 +48,18 @@ describe('POST /api/v1/webhooks/{id}/secreto (extensions.md, Secret rotation)', 
     secrets.push(res.body.data.secret as string);
     return res.body.data as Rotated;
   };
-  const stored = async (id: string) =>
-    (
+  /** The row's secrets, stored sealed (checked here), as they open. */
+  const stored = async (id: string) => {
+    const row = (
       await fx.pool.query<{ secret: string; secreto_anterior: string | null; secreto_anterior_expira_en: Date | null }>(
         'select secret, secreto_anterior, secreto_anterior_expira_en from webhooks where id = $1',
         [id],
       )
     ).rows[0]!;
+    for (const value of [row.secret, row.secreto_anterior]) if (value !== null) expect(value).toMatch(/^v1:[0-9a-f]{8}:/);
+    const open = (value: string) => fx.gw.deps.secrets.open(id, value);
+    return { ...row, secret: open(row.secret), secreto_anterior: row.secreto_anterior === null ? null : open(row.secreto_anterior) };
+  };
   const ping = async (id: string, path: string): Promise<ReceivedRequest> => {
     const before = fx.receiver.requestsTo(path).length;
     expect((await api('post', `/webhooks/${id}/test`)).body.data).toMatchObject({ exitoso: true });

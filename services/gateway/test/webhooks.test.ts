@@ -58,8 +58,11 @@ describe('webhook operations', () => {
       const secret = res.body.data.secret as string;
       expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
       expect(Buffer.from(secret.slice('whsec_'.length), 'base64').toString('base64')).toBe(secret.slice('whsec_'.length));
+      // Stored sealed (v1:<keyId>:...), never as shown: it opens to the secret of the answer.
       const row = await pool.query('select empresa_id, sucursal_id, secret, activo from webhooks where id = $1', [res.body.data.id]);
-      expect(row.rows[0]).toEqual({ empresa_id: c.id, sucursal_id: null, secret, activo: true });
+      expect(row.rows[0]).toEqual({ empresa_id: c.id, sucursal_id: null, secret: expect.stringMatching(/^v1:[0-9a-f]{8}:/), activo: true });
+      expect(row.rows[0].secret).not.toContain(secret.slice('whsec_'.length));
+      expect(gw.deps.secrets.open(res.body.data.id as string, row.rows[0].secret as string)).toBe(secret);
     });
 
     it('defaults eventos to [] (all events) and descripcion to null; every secret differs', async () => {
@@ -304,8 +307,10 @@ describe('webhook operations', () => {
         createdAt: created.body.data.createdAt,
       });
       expect(JSON.stringify(res2.body)).not.toContain(created.body.data.secret);
-      const row = await pool.query('select secret from webhooks where id = $1', [id]);
-      expect(row.rows[0].secret).toBe(created.body.data.secret);
+      // The secret is untouched by the patch: stored sealed, it still opens to the one shown at creation.
+      const row = await pool.query<{ secret: string }>('select secret from webhooks where id = $1', [id]);
+      expect(row.rows[0]!.secret).toMatch(/^v1:[0-9a-f]{8}:/);
+      expect(gw.deps.secrets.open(id, row.rows[0]!.secret)).toBe(created.body.data.secret);
     });
 
     it('400 VALIDATION_ERROR for an empty body or a bad field; 400 INVALID_URL for a bad url; nothing changes', async () => {

@@ -98,9 +98,15 @@ export interface WebhooksTable {
   empresa_id: string;
   sucursal_id: string | null;
   url: string;
-  /** Needed in clear to sign deliveries; never returned after creation, never logged. */
+  /**
+   * Sealed (db/sealed-secrets.ts: `v1:<keyId>:...`), opened only to sign; never returned after
+   * creation, never logged. A `whsec_` value is one stored before sealing, sealed at the next start.
+   */
   secret: string;
-  /** The secret a rotation replaced, still signing beside `secret` until `secreto_anterior_expira_en`. */
+  /**
+   * The secret a rotation replaced, sealed likewise, still signing beside `secret` until
+   * `secreto_anterior_expira_en`; erased (both null) once that has passed.
+   */
   secreto_anterior: ColumnType<string | null, string | null | undefined, string | null>;
   secreto_anterior_expira_en: NullableTimestamp;
   /** The mode of the token that made it: only events of this mode reach it, only tokens of this mode see it. */

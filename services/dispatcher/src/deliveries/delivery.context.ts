@@ -1,12 +1,12 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '@svc/observability';
-import type { Db, DeliveryJob, WebhookTarget } from '@svc/schema';
+import type { Db, DeliveryJob, SecretBox } from '@svc/schema';
 import type { WebhookSender } from '@svc/webhook-sender';
 import { createMicroBatcher, type MicroBatcher, type MicroBatchOptions } from '../support/micro-batch';
 import type { PostgresWatch } from '../support/postgres-watch';
 import type { DispatcherMetrics } from '../observability/dispatcher-metrics';
 import { markFannedOut } from '../outbox/outbox.repository';
-import { findWebhookTargets } from '../webhooks/webhook.repository';
+import { findWebhookTargets, type ReadTarget } from '../webhooks/webhook.repository';
 import {
   findDeliveryProgress,
   insertNewDeliveries,
@@ -47,6 +47,8 @@ export interface DeliveryDeps {
   logger: Logger;
   /** Told of the event records' outcomes: held routes are used only while Postgres answers. */
   postgres: PostgresWatch;
+  /** Opens the webhooks' secrets as their targets are read (SECRETS_KEY). */
+  secrets: SecretBox;
 }
 
 export interface DeliveryOptions {
@@ -65,10 +67,10 @@ export interface EventRecord {
  * flight together share their reads and writes. Built once per pipeline.
  */
 export interface DeliveryContext extends DeliveryDeps {
-  /** Webhook targets by id. */
-  targets: MicroBatcher<string, WebhookTarget | undefined>;
-  /** First attempts' targets, reused for WEBHOOK_CACHE_MS. */
-  targetCache: Map<string, { at: number; target: WebhookTarget | undefined }>;
+  /** Webhook targets by id, their secrets opened as read. */
+  targets: MicroBatcher<string, ReadTarget | undefined>;
+  /** First attempts' targets, reused (opened) for WEBHOOK_CACHE_MS. */
+  targetCache: Map<string, { at: number; target: ReadTarget | undefined }>;
   /** Where deliveries stand. */
   progress: MicroBatcher<string, DeliveryProgress | undefined>;
   /** Attempts on existing rows: true where the row took it. */
@@ -87,7 +89,7 @@ export function createDeliveryContext(deps: DeliveryDeps, options: DeliveryOptio
   return {
     ...deps,
     targets: createMicroBatcher(async (ids) => {
-      const found = await findWebhookTargets(db, [...new Set(ids)]);
+      const found = await findWebhookTargets(db, deps.secrets, [...new Set(ids)]);
       return ids.map((id) => found.get(id));
     }, DELIVERY_STATEMENTS),
     targetCache: new Map(),

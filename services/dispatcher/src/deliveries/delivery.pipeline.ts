@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
-import { bulkJobs, JOBS, validPayload, type DeliveryJob, type WebhookTarget } from '@svc/schema';
+import { bulkJobs, JOBS, validPayload, type DeliveryJob } from '@svc/schema';
+import { isUnopened, type ReadTarget } from '../webhooks/webhook.repository';
 import { createDeliveryContext, drainContext, type DeliveryDeps, type DeliveryOptions } from './delivery.context';
 import type { DeliveryStep, OwnJob } from './delivery.states';
 import { prepare } from './prepare.stage';
@@ -12,7 +13,7 @@ export interface EventDeliveries {
   eventId: string;
   numeroGuia: string;
   /** Deliveries with no row yet, each with its webhook's target: their first attempts. */
-  fresh: Array<{ delivery: DeliveryJob; target: WebhookTarget }>;
+  fresh: Array<{ delivery: DeliveryJob; target: ReadTarget }>;
   /** Recorded before their first attempt (deferred, or by an earlier version), with no job of their own. */
   unsent: DeliveryJob[];
   /** Past their first attempt: the job of their next one, queued again (a no-op while Redis holds it). */
@@ -67,7 +68,12 @@ export function createDeliveryPipeline(deps: DeliveryDeps, options: DeliveryOpti
       // Every attempt runs to its end before the event's job does: one failing must not end the
       // job while the others are still sending.
       const [firsts, others] = await Promise.all([
-        Promise.allSettled(event.fresh.map(({ delivery, target }) => send(ctx, { stage: 'ready', delivery, target, row: 'new', ownJob: null }))),
+        // A target whose secret did not open is not sent to: it fails like a throwing attempt.
+        Promise.allSettled(
+          event.fresh.map(({ delivery, target }) =>
+            isUnopened(target) ? Promise.reject(target.unopened) : send(ctx, { stage: 'ready', delivery, target, row: 'new', ownJob: null }),
+          ),
+        ),
         Promise.allSettled(event.unsent.map((delivery) => deliverRecorded(delivery, null, false))),
       ]);
       const attempted = firsts.flatMap((f) => (f.status === 'fulfilled' ? [f.value] : []));

@@ -1,4 +1,5 @@
-import type { DeliveryJob, WebhookTarget } from '@svc/schema';
+import type { DeliveryJob } from '@svc/schema';
+import { isUnopened, type ReadTarget } from '../webhooks/webhook.repository';
 import { abandonDelivery, type DeliveryProgress } from './delivery.repository';
 import type { DeliveryContext } from './delivery.context';
 import type { Ended, OwnJob, Ready } from './delivery.states';
@@ -48,10 +49,13 @@ export async function prepare(ctx: DeliveryContext, input: PrepareInput): Promis
     if (await abandonDelivery(ctx.db, delivery.deliveryId)) finished(ctx, delivery, 'failure', { intentos: progress.intentos, reason: 'webhook inactive' });
     return { stage: 'ended', step: 'failure' };
   }
+  // Never signed with a wrong key: the job fails (logged with the reason), BullMQ and then the
+  // reconciler try again, and the delivery goes once the secret opens.
+  if (isUnopened(target)) throw target.unopened;
   return { stage: 'ready', delivery, target, row: 'existing', ownJob };
 }
 
-async function cachedTarget(ctx: DeliveryContext, webhookId: string): Promise<WebhookTarget | undefined> {
+async function cachedTarget(ctx: DeliveryContext, webhookId: string): Promise<ReadTarget | undefined> {
   const hit = ctx.targetCache.get(webhookId);
   if (hit && Date.now() - hit.at < WEBHOOK_CACHE_MS) return hit.target;
   const target = await ctx.targets.submit(webhookId);

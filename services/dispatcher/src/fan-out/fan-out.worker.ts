@@ -1,11 +1,11 @@
 import type { Job } from 'bullmq';
 import { parse as parseUuid, v5 as uuidv5 } from 'uuid';
-import { deliveryJobOf, JOBS, validPayload, webhookTargetOf, type Db, type DeliveryJob, type ShipmentEventJob, type WebhookTarget, type WebhookTargetRow } from '@svc/schema';
+import { deliveryJobOf, JOBS, validPayload, type Db, type DeliveryJob, type SecretBox, type ShipmentEventJob, type WebhookTargetRow } from '@svc/schema';
 import { createMicroBatcher, type MicroBatchOptions } from '../support/micro-batch';
 import type { PostgresWatch } from '../support/postgres-watch';
 import { findRoutedDeliveries, type RoutedDelivery } from '../deliveries/delivery.repository';
 import type { DeliveryPipeline } from '../deliveries/delivery.pipeline';
-import { routedWebhooks } from '../webhooks/webhook.repository';
+import { openTarget, routedWebhooks, type ReadTarget } from '../webhooks/webhook.repository';
 import { createRoutesCache, type RouteKey } from '../webhooks/routes.cache';
 import type { DispatcherMetrics } from '../observability/dispatcher-metrics';
 
@@ -60,23 +60,31 @@ export function createFanOut(deps: {
   deliveries: Pick<DeliveryPipeline, 'deliverEvent'>;
   postgres: PostgresWatch;
   metrics: Pick<DispatcherMetrics, 'routes'>;
+  /** Opens the webhooks' secrets as their routes are read (SECRETS_KEY). */
+  secrets: SecretBox;
 }): FanOut {
-  const { db, deliveries, postgres } = deps;
-  const routesCache = createRoutesCache<WebhookTargetRow>(ROUTES_CACHE);
+  const { db, deliveries, postgres, secrets } = deps;
+  // Routes hold their targets opened: a secret is opened once per read, never per delivery.
+  const routesCache = createRoutesCache<ReadTarget>(ROUTES_CACHE);
   // Bound once: an event then counts without a label set to hash.
   const routedHeld = deps.metrics.routes.labels({ source: 'held' });
   const routedRead = deps.metrics.routes.labels({ source: 'read' });
 
-  const router = createMicroBatcher<ShipmentEventJob, RoutedDelivery<WebhookTargetRow>[]>(async (events) => {
+  const router = createMicroBatcher<ShipmentEventJob, RoutedDelivery<ReadTarget>[]>(async (events) => {
     // A stalled job can be run twice at once; one entry per event is enough.
     const byId = new Map(events.map((e) => [e.eventId, e]));
     const routable = [...byId.values()].map((e) => ({ eventId: e.eventId, ...routeKeyOf(e) }));
-    const { routes, versions } = await postgres.observe(findRoutedDeliveries(db, routedWebhooks(routable)));
-    const perEvent = new Map<string, RoutedDelivery<WebhookTargetRow>[]>();
+    const { routes, versions } = await postgres.observe(findRoutedDeliveries<WebhookTargetRow>(db, routedWebhooks(routable)));
+    // One statement sees each webhook once, however many of its events it routes: opened once.
+    const opened = new Map<string, ReadTarget>();
+    const perEvent = new Map<string, RoutedDelivery<ReadTarget>[]>();
     for (const r of routes) {
+      let webhook = opened.get(r.webhook.id);
+      if (webhook === undefined) opened.set(r.webhook.id, (webhook = openTarget(r.webhook, secrets)));
+      const route = { ...r, webhook };
       const list = perEvent.get(r.eventId);
-      if (list) list.push(r);
-      else perEvent.set(r.eventId, [r]);
+      if (list) list.push(route);
+      else perEvent.set(r.eventId, [route]);
     }
     for (const e of byId.values()) {
       const version = versions.get(e.eventId);
@@ -91,7 +99,7 @@ export function createFanOut(deps: {
    * company's webhook count (one rebuilt from `outbox` does not), with routes held at that count or
    * later, while Postgres answers. Otherwise undefined: the routes are read.
    */
-  function heldRoutes(job: Job<unknown>, event: ShipmentEventJob): RoutedDelivery<WebhookTargetRow>[] | undefined {
+  function heldRoutes(job: Job<unknown>, event: ShipmentEventJob): RoutedDelivery<ReadTarget>[] | undefined {
     if (job.attemptsStarted !== 1 || event.webhooksVersion === undefined) return undefined;
     if (!postgres.answeredWithin(POSTGRES_ANSWERED_WITHIN_MS)) return undefined;
     const held = routesCache.get(routeKeyOf(event), event.webhooksVersion);
@@ -104,13 +112,13 @@ export function createFanOut(deps: {
     (held ? routedHeld : routedRead).inc();
     const routes = held ?? (await router.submit(event));
 
-    const fresh: Array<{ delivery: DeliveryJob; target: WebhookTarget }> = [];
+    const fresh: Array<{ delivery: DeliveryJob; target: ReadTarget }> = [];
     const retries: DeliveryJob[] = [];
     const unsent: DeliveryJob[] = [];
     for (const { webhook, existing } of routes) {
       const webhookId = webhook.id;
       if (existing === null) {
-        fresh.push({ delivery: deliveryJobOf(event, { deliveryId: deliveryIdOf(event.eventId, webhookId), attempt: 1, webhookId }), target: webhookTargetOf(webhook) });
+        fresh.push({ delivery: deliveryJobOf(event, { deliveryId: deliveryIdOf(event.eventId, webhookId), attempt: 1, webhookId }), target: webhook });
       } else if (existing.estado !== 'pendiente') {
         continue;
       } else if (existing.intentos > 0) {

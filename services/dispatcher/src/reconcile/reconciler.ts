@@ -3,7 +3,7 @@ import { createPeriodicTask, type Logger } from '@svc/observability';
 import { bulkJobs, deliveryJobOf, JOBS, type Db, type DeliveryJob, type JobContract, type ShipmentEventJob } from '@svc/schema';
 import { claimOverdue } from '../deliveries/delivery.repository';
 import { findEvents, lockUnfanned } from '../outbox/outbox.repository';
-import { findWebhookTargets } from '../webhooks/webhook.repository';
+import { findWebhookModes } from '../webhooks/webhook.repository';
 
 export interface Reconciler {
   /** Looks every `intervalMs` from now on. */
@@ -97,16 +97,16 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     const pings = overdue.filter((o) => o.event === 'PING');
     const [events, pinged] = await Promise.all([
       findEvents(db, [...new Set(overdue.filter((o) => o.event !== 'PING').map((o) => o.eventId))]),
-      findWebhookTargets(db, [...new Set(pings.map((o) => o.webhookId))]),
+      findWebhookModes(db, [...new Set(pings.map((o) => o.webhookId))]),
     ]);
     const jobs: DeliveryJob[] = [];
     for (const o of overdue) {
       const common = { deliveryId: o.deliveryId, attempt: o.attempt, webhookId: o.webhookId, eventId: o.eventId };
       if (o.event === 'PING') {
         // The resend of a PING: no event row; its data is empty and its mode the webhook's.
-        const webhook = pinged.get(o.webhookId);
-        if (!webhook) continue;
-        jobs.push({ ...common, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode: webhook.mode });
+        const mode = pinged.get(o.webhookId);
+        if (!mode) continue;
+        jobs.push({ ...common, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode });
         continue;
       }
       const event = events.get(o.eventId);

@@ -1,5 +1,14 @@
 import { sql, type RawBuilder } from 'kysely';
-import { WEBHOOK_TARGET_COLUMNS, webhookTargetOf, type Db, type WebhookTarget, type WebhookTargetRow } from '@svc/schema';
+import {
+  SealedSecretError,
+  WEBHOOK_TARGET_COLUMNS,
+  webhookTargetOf,
+  type Db,
+  type Modo,
+  type SecretBox,
+  type WebhookTarget,
+  type WebhookTargetRow,
+} from '@svc/schema';
 import type { RouteKey } from './routes.cache';
 
 /** The dispatcher's reads of `webhooks`: where an event goes, and where and how to send it. */
@@ -52,13 +61,55 @@ export type NullableColumns<T> = { [K in keyof T]: T[K] | null };
 /** A routing row's webhook: every column null where the event goes nowhere. */
 export type NullableWebhookRow = NullableColumns<WebhookTargetRow>;
 
-/** The targets of a batch of webhooks, in one query; unknown ids are simply absent. */
-export async function findWebhookTargets(db: Db, ids: readonly string[]): Promise<Map<string, WebhookTarget>> {
+/**
+ * A webhook whose stored secret does not open (a key SECRETS_KEY no longer lists, an altered value):
+ * nothing is sent to it, since it could only be signed with a wrong key; its deliveries wait, owed,
+ * and go once the secret is fixed. Inactive, it is still ended as any inactive webhook is.
+ */
+export interface UnopenedTarget {
+  id: string;
+  active: boolean;
+  mode: Modo;
+  /** Why; its message names the webhook and the key id, never the value. */
+  unopened: SealedSecretError;
+}
+
+/** A webhook's target as the dispatcher reads and holds it: its secrets opened, or why they did not open. */
+export type ReadTarget = WebhookTarget | UnopenedTarget;
+
+export const isUnopened = (t: ReadTarget): t is UnopenedTarget => 'unopened' in t;
+
+/**
+ * A target row with its secrets opened, once, as it is read: what the routes and targets held in
+ * memory keep, so a delivery never opens a secret itself.
+ */
+export function openTarget(row: WebhookTargetRow, secrets: SecretBox): ReadTarget {
+  try {
+    return webhookTargetOf(row, secrets);
+  } catch (err) {
+    if (!(err instanceof SealedSecretError)) throw err;
+    return { id: row.id, active: row.activo, mode: row.modo, unopened: err };
+  }
+}
+
+/** The targets of a batch of webhooks, in one query, their secrets opened; unknown ids are simply absent. */
+export async function findWebhookTargets(db: Db, secrets: SecretBox, ids: readonly string[]): Promise<Map<string, ReadTarget>> {
   if (ids.length === 0) return new Map();
   const rows = await db
     .selectFrom('webhooks')
     .select(WEBHOOK_TARGET_COLUMNS)
     .where('id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
     .execute();
-  return new Map(rows.map((r) => [r.id, webhookTargetOf(r)]));
+  return new Map(rows.map((r) => [r.id, openTarget(r, secrets)]));
+}
+
+/** The modes of a batch of webhooks (a PING's resend is sent in its webhook's); unknown ids are absent. */
+export async function findWebhookModes(db: Db, ids: readonly string[]): Promise<Map<string, Modo>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('webhooks')
+    .select(['id', 'modo'])
+    .where('id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
+    .execute();
+  return new Map(rows.map((r) => [r.id, r.modo]));
 }

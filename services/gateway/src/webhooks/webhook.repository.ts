@@ -23,18 +23,20 @@ export async function countActive(trx: Transaction, empresaId: string, modo: Mod
   return Number(row.n);
 }
 
+/** `id` chosen by the caller, who sealed `sealedSecret` for it (the id is the seal's associated data). */
 export async function insertWebhook(
   trx: Transaction,
-  w: { empresaId: string; sucursalId: string | null; modo: Modo; url: string; secret: string; eventos: string[]; descripcion: string | null },
+  w: { id: string; empresaId: string; sucursalId: string | null; modo: Modo; url: string; sealedSecret: string; eventos: string[]; descripcion: string | null },
 ): Promise<Webhook> {
   return trx
     .insertInto('webhooks')
     .values({
+      id: w.id,
       empresa_id: w.empresaId,
       sucursal_id: w.sucursalId,
       modo: w.modo,
       url: w.url,
-      secret: w.secret,
+      secret: w.sealedSecret,
       eventos: w.eventos,
       descripcion: w.descripcion,
     })
@@ -131,11 +133,13 @@ export async function deactivateWebhook(db: Db, empresaId: string, id: string): 
 }
 
 /**
- * Replaces the secret. With an overlap, the replaced secret goes on signing beside the new one until
- * `now() + overlapHours`; without one it stops at once. Either way a previous secret still in its
- * overlap is dropped: a new rotation ends the older overlap. Returns the webhook as it now is.
+ * Replaces the secret with `sealedSecret`, sealed for this webhook. With an overlap, the replaced
+ * secret goes on signing beside the new one until `now() + overlapHours`; without one it stops at
+ * once. Either way a previous secret still in its overlap is dropped: a new rotation ends the older
+ * overlap. The replaced value moves as it is stored, sealed for the same row. Returns the webhook as
+ * it now is.
  */
-export async function rotateSecret(db: Db, empresaId: string, id: string, secret: string, overlapHours: number): Promise<Webhook | undefined> {
+export async function rotateSecret(db: Db, empresaId: string, id: string, sealedSecret: string, overlapHours: number): Promise<Webhook | undefined> {
   const overlapping = overlapHours > 0;
   return db
     .updateTable('webhooks')
@@ -143,7 +147,7 @@ export async function rotateSecret(db: Db, empresaId: string, id: string, secret
       // The right-hand `secret` is the value before this update.
       secreto_anterior: overlapping ? sql<string>`secret` : null,
       secreto_anterior_expira_en: overlapping ? sql<Date>`now() + make_interval(hours => ${overlapHours})` : null,
-      secret,
+      secret: sealedSecret,
       updated_at: sql<Date>`now()`,
     })
     .where('id', '=', id)

@@ -3,7 +3,7 @@ import {
   AppError,
   DEFAULT_OVERLAP_HOURS,
   isUuid,
-  previousSecretOf,
+  webhookTargetOf,
   type Db,
   type Modo,
   type SecretRotation,
@@ -31,7 +31,7 @@ import {
   updateWebhook,
 } from './webhook.repository';
 
-type Deps = Pick<GatewayDeps, 'db' | 'sender' | 'logger'>;
+type Deps = Pick<GatewayDeps, 'db' | 'sender' | 'secrets' | 'logger'>;
 
 /** Active webhooks per company and mode, its branches' included: the contract's limit. */
 export const MAX_ACTIVE_WEBHOOKS = 10;
@@ -113,17 +113,21 @@ export async function createWebhook(
   // Stored as the URL parser normalises it: the very form the sender will connect to.
   const url = acceptedUrl(body.url);
   const secret = generateSecret();
+  // The id is chosen here: the sealed secret is bound to it.
+  const id = randomUUID();
+  const sealedSecret = deps.secrets.seal(id, secret);
   const webhook = await deps.db.transaction().execute(async (trx) => {
     if (!(await lockCompany(trx, owner.empresaId))) throw new AppError('NOT_FOUND', 'no such company');
     if ((await countActive(trx, owner.empresaId, owner.modo)) >= MAX_ACTIVE_WEBHOOKS) {
       throw new AppError('LIMIT_EXCEEDED', `the company already has ${MAX_ACTIVE_WEBHOOKS} active ${owner.modo} webhooks`);
     }
     const created = await insertWebhook(trx, {
+      id,
       empresaId: owner.empresaId,
       sucursalId: owner.sucursalId,
       modo: owner.modo,
       url,
-      secret,
+      sealedSecret,
       eventos: body.eventos ?? [],
       descripcion: body.descripcion ?? null,
     });
@@ -230,11 +234,13 @@ export async function deleteWebhook(deps: Deps, scope: CompanyScope, id: string,
 export async function pingWebhook(deps: Deps, scope: CompanyScope, id: string) {
   const w = await requireWebhook(deps.db, scope, id);
   if (!w.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
+  // Opened only now, to sign; a secret that does not open throws (a 500, logged): never a wrong key.
+  const target = webhookTargetOf(w, deps.secrets);
   const deliveryId = randomUUID();
   const outcome = await attemptDelivery(deps.sender, {
-    url: w.url,
-    secret: w.secret,
-    previousSecret: previousSecretOf(w),
+    url: target.url,
+    secret: target.secret,
+    previousSecret: target.previousSecret,
     deliveryId,
     // A PING has no event: its own id names it, for its resends too.
     eventId: deliveryId,
@@ -285,7 +291,7 @@ export async function rotateWebhookSecret(deps: Deps, scope: CompanyScope, id: s
   const hours = body.solaparHoras ?? DEFAULT_OVERLAP_HOURS;
   const secret = generateSecret();
   const rotated = await deps.db.transaction().execute(async (trx) => {
-    const row = await rotateSecret(trx, scope.empresaId, w.id, secret, hours);
+    const row = await rotateSecret(trx, scope.empresaId, w.id, deps.secrets.seal(w.id, secret), hours);
     // The overlap, never a secret.
     if (row) await recordActivity(trx, { empresaId: scope.empresaId, usuario, accion: 'webhook.secret_rotated', sucursalId: row.sucursal_id, webhookId: row.id, detalle: { solaparHoras: hours } });
     return row;

@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import { previousSecretOf, type PreviousSecret } from '../../previous-secret';
+import type { SecretBox } from '../sealed-secrets';
 import type { Modo, WebhooksTable } from '../types';
 
 /**
@@ -24,14 +25,14 @@ export const WEBHOOK_VERSIONED_COLUMNS: readonly WebhookColumn[] = [...new Set<W
   (c) => c !== 'id', // a key, never updated
 );
 
-/** A webhook's target columns, as read. */
+/** A webhook's target columns, as read: its secrets sealed (db/sealed-secrets.ts). */
 export type WebhookTargetRow = Pick<Selectable<WebhooksTable>, (typeof WEBHOOK_TARGET_COLUMNS)[number]>;
 
 /** Where and how a webhook's deliveries are sent. */
 export interface WebhookTarget {
   id: string;
   url: string;
-  /** The signing key: never log it. */
+  /** The signing key, opened: never log it. */
   secret: string;
   /**
    * The secret before the last rotation and the end of its overlap, during which it signs beside
@@ -43,11 +44,20 @@ export interface WebhookTarget {
   mode: Modo;
 }
 
-export const webhookTargetOf = (r: WebhookTargetRow): WebhookTarget => ({
-  id: r.id,
-  url: r.url,
-  secret: r.secret,
-  previousSecret: previousSecretOf(r),
-  active: r.activo,
-  mode: r.modo,
-});
+/**
+ * The target of a row, its secrets opened with `secrets`: throws SealedSecretError when one does not
+ * open (a key SECRETS_KEY no longer lists, an altered value), so nothing is ever signed with a wrong
+ * key. Opening costs a few microseconds; callers that hold targets (the dispatcher's routes) open
+ * once per read, not once per delivery.
+ */
+export function webhookTargetOf(r: WebhookTargetRow, secrets: SecretBox): WebhookTarget {
+  const previous = previousSecretOf(r);
+  return {
+    id: r.id,
+    url: r.url,
+    secret: secrets.open(r.id, r.secret),
+    previousSecret: previous && { secret: secrets.open(r.id, previous.secret), expiresAt: previous.expiresAt },
+    active: r.activo,
+    mode: r.modo,
+  };
+}
