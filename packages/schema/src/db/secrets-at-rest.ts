@@ -4,7 +4,7 @@ import { isPlaintextSecret, SEALED_PREFIX, sealedKeyIdOf, SealedSecretError, typ
 
 /**
  * The passes over `webhooks` that keep its secrets sealed under the first key of SECRETS_KEY
- * (docs/decisions/0004-secrets-sealed-at-rest.md): run by every gateway and dispatcher as it starts,
+ * (docs/decisions/0006-secrets-sealed-at-rest.md): run by every gateway and dispatcher as it starts,
  * before it serves or sends, and (plaintext and expired previous secrets only) by the gateway's
  * upkeep task. Written once here because both services run them.
  */

@@ -29,7 +29,7 @@ export interface SecretsUpkeepOptions {
 const INTERVAL_MS = 60_000;
 
 /**
- * The gateway's upkeep of the secrets it writes (docs/decisions/0004-secrets-sealed-at-rest.md):
+ * The gateway's upkeep of the secrets it writes (docs/decisions/0006-secrets-sealed-at-rest.md):
  * erases previous secrets once their overlap has ended, and seals any value still stored in
  * plaintext. Values sealed under an older key are re-sealed by starts only, never here: during a
  * rolling change of SECRETS_KEY, processes with the keys in another order would undo each other's

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * Webhook secrets sealed at rest (issue 28; docs/decisions/0004-secrets-sealed-at-rest.md). The
+ * Webhook secrets sealed at rest (issue 28; docs/decisions/0006-secrets-sealed-at-rest.md). The
  * sealing itself needs SECRETS_KEY, which migrations do not read: every gateway and dispatcher seals
  * the rows still in plaintext (and re-seals those of an older key) as it starts, before it serves or
  * sends. This migration only gives those passes their indexes, both partial and so nearly empty:
