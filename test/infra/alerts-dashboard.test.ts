@@ -48,7 +48,7 @@ const KNOWN_VALUES: Record<string, Record<string, readonly string[]>> = {
   svc_outbox_events_relayed_total: { path: ['relay', 'sweep'] },
   svc_delivery_slots: { state: ['healthy', 'degraded'] satisfies SlotState[] },
   svc_delivery_waiting: { where: ['here', 'deferred'] },
-  svc_delivery_deferrals_total: { reason: ['webhook_limit', 'degraded_limit', 'pool_reserve'] satisfies DeferReason[] },
+  svc_delivery_deferrals_total: { reason: ['webhook_limit', 'company_limit', 'degraded_limit', 'pool_reserve'] satisfies DeferReason[] },
   svc_fanout_routes_total: { source: ['held', 'read'] },
 };
 

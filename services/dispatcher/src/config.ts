@@ -16,6 +16,13 @@ export interface DispatcherConfig extends CommonSettings {
    */
   webhookConcurrency: number;
   /**
+   * DISPATCHER_COMPANY_CONCURRENCY: deliveries in flight for all of one company's webhooks in this
+   * process (its degraded webhooks share half the pool equally with other companies' degraded ones).
+   * Default: half of DISPATCHER_CONCURRENCY, so one company, however many webhooks it has, leaves
+   * the others half the pool; at most DISPATCHER_CONCURRENCY.
+   */
+  companyConcurrency: number;
+  /**
    * DISPATCHER_LOCK_DURATION_MS: how long a job stays locked to this process without renewal; a
    * dead process's jobs move on after it. Default 30000.
    */
@@ -44,6 +51,7 @@ export function loadDispatcherConfig(env: Record<string, string | undefined> = p
       metricsPort: r.int('DISPATCHER_METRICS_PORT', 9102, 0, 65535),
       concurrency,
       webhookConcurrency: r.int('DISPATCHER_WEBHOOK_CONCURRENCY', Math.ceil(concurrency / 2), 1, concurrency),
+      companyConcurrency: r.int('DISPATCHER_COMPANY_CONCURRENCY', Math.ceil(concurrency / 2), 1, concurrency),
       lockDurationMs: r.int('DISPATCHER_LOCK_DURATION_MS', 30_000, 1000, 600_000),
       reconcileIntervalMs: r.int('RECONCILE_INTERVAL_MS', 10_000, 100, 3_600_000),
       reconcileGraceMs: r.int('RECONCILE_GRACE_MS', 30_000, 100, 86_400_000),

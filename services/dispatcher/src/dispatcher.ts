@@ -74,8 +74,9 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     const slots = createWebhookSlots({
       slots: config.concurrency,
       perWebhook: config.webhookConcurrency,
+      perCompany: config.companyConcurrency,
       onStateChange: (webhookId, state, score) => {
-        if (state === 'degraded') logger.warn({ webhookId, failureScore: Number(score.toFixed(2)) }, 'webhook degraded: its recent attempts failed; fewer slots until it recovers');
+        if (state === 'degraded') logger.warn({ webhookId, failureScore: Number(score.toFixed(2)) }, 'webhook degraded: its recent attempts failed or answered slowly; fewer slots until it recovers');
         else logger.info({ webhookId }, 'webhook recovered: full slots again');
       },
     });

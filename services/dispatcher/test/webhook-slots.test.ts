@@ -224,6 +224,98 @@ describe('webhook slots', () => {
     });
   });
 
+  describe('between companies first, then between their webhooks (issue 28)', () => {
+    /** A receiver that answers 2xx after 4.9 s. */
+    const SLOW_OK = { ok: true, durationMs: 4900 };
+
+    it("one company's webhooks together hold at most its share, and another company still finds the rest", async () => {
+      // 50 slots, 25 per webhook, 25 per company: before, 20 webhooks of one company took 45.
+      const slots = createWebhookSlots({ slots: 50, perWebhook: 25, perCompany: 25, maxLocalWaitMs: 10 });
+      const a: Slot[] = [];
+      for (let round = 0; round < 3; round++) {
+        for (let i = 0; i < 20; i++) {
+          const got = await slots.acquire(`a-${i}`, { companyId: 'A' });
+          if ('slot' in got) a.push(got.slot);
+          else expect(got.reason).toBe('company_limit');
+        }
+      }
+      expect(a).toHaveLength(25);
+      // Company B, one webhook, sends 20 at once: every one starts (its share is untouched).
+      const b: Slot[] = [];
+      for (let i = 0; i < 20; i++) b.push(slotOf(await slots.acquire('b', { companyId: 'B' })));
+      expect(slots.stats().held.healthy).toBe(45);
+      // A's slot freed goes back to A's share only.
+      a.pop()!.release(OK);
+      slotOf(await slots.acquire('a-0', { companyId: 'A' })).release(OK);
+      for (const s of [...a, ...b]) s.release(OK);
+    });
+
+    it("a webhook without a company given is a company of its own (the webhook's bound alone)", async () => {
+      const slots = createWebhookSlots({ slots: 50, perWebhook: 10, perCompany: 10 });
+      const held: Slot[] = [];
+      for (let i = 0; i < 4; i++) for (let k = 0; k < 5; k++) held.push(slotOf(await slots.acquire(`w-${i}`)));
+      expect(slots.stats().held.healthy).toBe(20);
+      for (const s of held) s.release(OK);
+    });
+
+    it('an endpoint whose median answer is over 2 s counts as degraded, though it answers 2xx, and recovers when it is quick again', async () => {
+      const changes: Array<[string, SlotState]> = [];
+      const slots = createWebhookSlots({ slots: 50, perWebhook: 8, onStateChange: (id, state) => changes.push([id, state]) });
+      // One or two slow answers are not enough (a cold start); a median of three is.
+      slotOf(await slots.acquire('slow', { companyId: 'A' })).release(SLOW_OK);
+      slotOf(await slots.acquire('slow', { companyId: 'A' })).release(SLOW_OK);
+      expect(slots.stats().degradedWebhooks).toBe(0);
+      slotOf(await slots.acquire('slow', { companyId: 'A' })).release(SLOW_OK);
+      expect(changes).toEqual([['slow', 'degraded']]);
+      // Degraded: 8 / 4 = 2 slots, and its next job is deferred by its attempts' length.
+      const held = [slotOf(await slots.acquire('slow', { companyId: 'A' })), slotOf(await slots.acquire('slow', { companyId: 'A' }))];
+      expect(slots.stats().held).toEqual({ healthy: 0, degraded: 2 });
+      const deferred = deferralOf(await slots.acquire('slow', { companyId: 'A' }));
+      expect(deferred.reason).toBe('degraded_limit');
+      expect(deferred.deferUntil - Date.now()).toBeGreaterThanOrEqual(3000);
+      // Just under the threshold is not slow.
+      slotOf(await slots.acquire('steady', { companyId: 'A' })).release({ ok: true, durationMs: 1900 });
+      for (let i = 0; i < 4; i++) slotOf(await slots.acquire('steady', { companyId: 'A' })).release({ ok: true, durationMs: 1900 });
+      expect(changes).toEqual([['slow', 'degraded']]);
+      // Quick answers bring the median under 2 s: healthy again.
+      for (const s of held) s.release(OK);
+      slotOf(await slots.acquire('slow', { companyId: 'A' })).release(OK);
+      expect(changes).toEqual([
+        ['slow', 'degraded'],
+        ['slow', 'healthy'],
+      ]);
+    });
+
+    it("20 slow 2xx webhooks of one company are held to their company's part of the degraded budget; a second company's halves it", async () => {
+      const slots = createWebhookSlots({ slots: 50, perWebhook: 25, perCompany: 25, maxLocalWaitMs: 10 });
+      for (let i = 0; i < 20; i++) for (let k = 0; k < 3; k++) slotOf(await slots.acquire(`a-${i}`, { companyId: 'A' })).release(SLOW_OK);
+      for (let i = 0; i < 3; i++) for (let k = 0; k < 3; k++) slotOf(await slots.acquire(`c-${i}`, { companyId: 'C' })).release(SLOW_OK);
+      expect(slots.stats().degradedWebhooks).toBe(23);
+      // Each slow webhook may hold 25 / 4 = 6; C holds one slot first: A and C then share the
+      // degraded budget (50 / 2 = 25) half and half, so A stops at 13 though the budget has room.
+      const c = slotOf(await slots.acquire('c-0', { companyId: 'C' }));
+      const a: Slot[] = [];
+      for (let round = 0; round < 2; round++) {
+        for (let i = 0; i < 20; i++) {
+          const got = await slots.acquire(`a-${i}`, { companyId: 'A' });
+          if ('slot' in got) a.push(got.slot);
+          else expect(got.reason).toBe('degraded_limit');
+        }
+      }
+      expect(a).toHaveLength(13);
+      expect(slots.stats().held.degraded).toBe(14);
+      // C takes the rest of the budget.
+      const more: Slot[] = [];
+      for (let i = 0; i < 11; i++) more.push(slotOf(await slots.acquire(`c-${i % 3}`, { companyId: 'C' })));
+      expect(deferralOf(await slots.acquire('c-2', { companyId: 'C' })).reason).toBe('degraded_limit');
+      expect(slots.stats().held.degraded).toBe(25);
+      // A healthy company still starts at once, beside both.
+      const b = await Promise.all(Array.from({ length: 10 }, async () => slotOf(await slots.acquire('b', { companyId: 'B' }))));
+      expect(slots.stats().held).toEqual({ healthy: 10, degraded: 25 });
+      for (const s of [c, ...a, ...more, ...b]) s.release(SLOW_OK);
+    });
+  });
+
   it('close sends every waiter away deferred', async () => {
     const slots = createWebhookSlots({ slots: 50, perWebhook: 1, maxLocalWaitMs: 10_000 });
     slotOf(await slots.acquire('a')).release(OK);

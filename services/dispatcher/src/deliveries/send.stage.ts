@@ -11,9 +11,10 @@ import type { Deferred, Ready, Sent } from './delivery.states';
  */
 export async function send(ctx: DeliveryContext, ready: Ready): Promise<Sent | Deferred> {
   const { delivery, target } = ready;
-  // A retry is due at the contract's time (1 s, then 2 s after the previous attempt ended): the
-  // limiter lets no other tenant make it late.
-  const admission = await ctx.slots.acquire(delivery.webhookId, { retry: delivery.attempt > 1 });
+  // Slots are shared between companies first, then between a company's webhooks. A retry is due at
+  // the contract's time (1 s, then 2 s after the previous attempt ended): the limiter lets no other
+  // tenant make it late.
+  const admission = await ctx.slots.acquire(delivery.webhookId, { companyId: target.companyId, retry: delivery.attempt > 1 });
   if (!('slot' in admission)) {
     ctx.metrics.deferrals.inc({ reason: admission.reason });
     return { ...ready, stage: 'deferred', until: admission.deferUntil, reason: admission.reason };

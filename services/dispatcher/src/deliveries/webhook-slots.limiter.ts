@@ -1,5 +1,6 @@
 /**
- * Fair sharing of a dispatcher's send slots between webhooks, so that no tenant stalls another.
+ * Fair sharing of a dispatcher's send slots between companies, then between a company's webhooks,
+ * so that no tenant stalls another.
  *
  * BullMQ's open-source worker has one concurrency for the whole queue (per-group limits are a
  * BullMQ Pro feature), so the sharing is done here, around the send only: each worker (events,
@@ -9,11 +10,16 @@
  * its estimated turn (the caller does that, without spending an attempt).
  *
  * The rules, each for a reason:
+ * - A company holds at most `perCompany` slots (DISPATCHER_COMPANY_CONCURRENCY), whatever its number
+ *   of webhooks: the tenant is the company, and one with 20 slow or dead webhooks must leave the
+ *   others their share (issue 28). A webhook whose company is not given is a company of its own.
  * - A webhook holds at most `perWebhook` slots (DISPATCHER_WEBHOOK_CONCURRENCY), so one busy
- *   webhook cannot take the whole pool.
- * - A webhook whose recent attempts failed (a failure score over its last attempts) is degraded:
- *   it holds at most a quarter of that, and the degraded webhooks whose attempts are slow together
- *   at most half the pool. A dead endpoint's attempts last the full 5 s, so slots are what it costs
+ *   webhook cannot take its company's whole share.
+ * - A webhook whose recent attempts failed (a failure score over its last attempts) or whose
+ *   answers are slow (the median of its last attempts over SLOW_ANSWER_MS, 2xx or not) is degraded:
+ *   it holds at most a quarter of its bound, and the degraded webhooks whose attempts are slow
+ *   together at most half the pool, shared equally between the companies that hold degraded slots
+ *   (one alone may use all of it; a second halves it, and so on). A dead endpoint's attempts last the full 5 s, so slots are what it costs
  *   the others; healthy webhooks always keep half, but for the brief slots of quick failures. A
  *   failure that ends quickly gives its slot back as soon as a healthy answer does: held to the
  *   budget, it was deferred again every ~20 ms until a dead endpoint's attempt ended, and its
@@ -31,7 +37,7 @@
  */
 
 export type SlotState = 'healthy' | 'degraded';
-export type DeferReason = 'webhook_limit' | 'degraded_limit' | 'pool_reserve';
+export type DeferReason = 'webhook_limit' | 'company_limit' | 'degraded_limit' | 'pool_reserve';
 
 export interface SlotOutcome {
   ok: boolean;
@@ -48,6 +54,8 @@ export interface Slot {
 export type Admission = { slot: Slot } | { deferUntil: number; reason: DeferReason };
 
 export interface AcquireOptions {
+  /** The webhook's company (`webhooks.empresa_id`); absent: the webhook is a company of its own. */
+  companyId?: string;
   /** A retry (attempt 2 or 3) at its due time: see the rules for retries above. */
   retry?: boolean;
 }
@@ -57,6 +65,8 @@ export interface SlotLimiterOptions {
   slots: number;
   /** DISPATCHER_WEBHOOK_CONCURRENCY: sends in flight for one webhook in this process. */
   perWebhook: number;
+  /** DISPATCHER_COMPANY_CONCURRENCY: sends in flight for one company's webhooks in this process. Default `perWebhook`. */
+  perCompany?: number;
   /** Longest a job waits here for its turn before it is deferred instead. Default 100 ms. */
   maxLocalWaitMs?: number;
   /** Longest a deferral lasts: a deferred job looks again at least this often. Default 30 s. */
@@ -75,6 +85,16 @@ const RECOVER_BELOW = 0.2;
 const UNKNOWN_DURATION_MS = 50;
 /** Shortest deferral: less would only churn the queue. */
 const MIN_DEFER_MS = 20;
+/**
+ * A webhook whose median answer over its last SLOW_WINDOW attempts takes longer than this counts as
+ * degraded, though it answers 2xx: it holds a slot 40 times as long as a 50 ms receiver, so at the
+ * full bound a few such webhooks fill the pool as surely as dead ones (issue 28). Two fifths of the
+ * 5 s deadline: a receiver that slow is near timing out anyway.
+ */
+const SLOW_ANSWER_MS = 2000;
+/** Attempts whose durations the median is taken over; slowness is judged from MIN_SLOW_SAMPLES on, so one cold start is not enough. */
+const SLOW_WINDOW = 5;
+const MIN_SLOW_SAMPLES = 3;
 /** Forget a webhook idle this long (its health starts afresh). */
 const IDLE_FORGET_MS = 10 * 60_000;
 /**
@@ -89,9 +109,19 @@ const QUICK_ATTEMPT_MS = 1000;
  */
 const RETRY_WAIT_MS = 1000;
 
+interface CompanyRecord {
+  inFlight: number;
+  /** Of those, slots taken while degraded (what its share of the degraded budget counts). */
+  degradedInFlight: number;
+}
+
 interface WebhookRecord {
+  company: CompanyRecord;
+  companyId: string;
   inFlight: number;
   score: number;
+  /** Durations of its last SLOW_WINDOW attempts, oldest first. */
+  durations: number[];
   degraded: boolean;
   /** Average duration of its attempts; undefined until the first ends. */
   avgMs: number | undefined;
@@ -129,6 +159,8 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
   const maxDeferMs = options.maxDeferMs ?? 30_000;
   const degradedCap = Math.max(1, Math.floor(perWebhook / 4));
   const degradedBudget = Math.max(1, Math.floor(slots / 2));
+  const perCompany = Math.min(slots, options.perCompany ?? perWebhook);
+  if (!(perCompany >= 1)) throw new Error('perCompany must be at least 1');
   const reserve = slots <= 2 ? 0 : Math.max(1, Math.ceil(slots / 10));
   // Retries of webhooks not known to be quick that may wait here at once (each holds a worker's job,
   // and may wait long, as a slow webhook's slot frees slowly): a tenth of the pool; the others are
@@ -136,19 +168,38 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
   const slowRetryWaiters = Math.max(1, Math.ceil(slots / 10));
 
   const webhooks = new Map<string, WebhookRecord>();
+  const companies = new Map<string, CompanyRecord>();
   const held: Record<SlotState, number> = { healthy: 0, degraded: 0 };
   let waiters: Waiter[] = [];
   let lastSweep = now();
 
   const total = (): number => held.healthy + held.degraded;
-  const capOf = (w: WebhookRecord): number => Math.min(w.degraded ? degradedCap : perWebhook, slots);
+  const capOf = (w: WebhookRecord): number => Math.min(w.degraded ? degradedCap : perWebhook, perCompany);
   const atOwnBound = (w: WebhookRecord): boolean => w.inFlight >= capOf(w);
   const quick = (w: WebhookRecord): boolean => w.avgMs !== undefined && w.avgMs < QUICK_ATTEMPT_MS;
 
-  function recordOf(id: string): WebhookRecord {
+  /** A company's equal part of the degraded budget: between those holding degraded slots, and itself. */
+  function degradedShareOf(c: CompanyRecord): number {
+    let holders = c.degradedInFlight > 0 ? 0 : 1;
+    for (const other of companies.values()) if (other.degradedInFlight > 0) holders++;
+    return Math.max(1, Math.ceil(degradedBudget / holders));
+  }
+
+  function recordOf(id: string, companyId: string | undefined): WebhookRecord {
     let w = webhooks.get(id);
+    // A webhook never changes company; the key is its own id until it is told one.
+    const key = companyId === undefined ? `webhook:${id}` : `company:${companyId}`;
+    if (w && w.inFlight === 0 && w.companyId !== key) {
+      webhooks.delete(id);
+      w = undefined;
+    }
     if (!w) {
-      w = { inFlight: 0, score: 0, degraded: false, avgMs: undefined, deferred: [], lastUsed: now() };
+      let company = companies.get(key);
+      if (!company) {
+        company = { inFlight: 0, degradedInFlight: 0 };
+        companies.set(key, company);
+      }
+      w = { company, companyId: key, inFlight: 0, score: 0, durations: [], degraded: false, avgMs: undefined, deferred: [], lastUsed: now() };
       webhooks.set(id, w);
     }
     return w;
@@ -157,7 +208,8 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
   /** Why this webhook cannot start a send (a retry: `retry`) now, or null when it can. */
   function blocked(w: WebhookRecord, retry: boolean): DeferReason | null {
     if (atOwnBound(w)) return w.degraded ? 'degraded_limit' : 'webhook_limit';
-    if (w.degraded && held.degraded >= degradedBudget && !quick(w)) return 'degraded_limit';
+    if (w.company.inFlight >= perCompany) return 'company_limit';
+    if (w.degraded && !quick(w) && (held.degraded >= degradedBudget || w.company.degradedInFlight >= degradedShareOf(w.company))) return 'degraded_limit';
     // A quick webhook's retry may take the reserve: it gives the slot back at once.
     if (total() >= (w.inFlight > 0 && !(retry && quick(w)) ? slots - reserve : slots)) return 'pool_reserve';
     return null;
@@ -166,6 +218,8 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
   function take(id: string, w: WebhookRecord): Slot {
     const state: SlotState = w.degraded ? 'degraded' : 'healthy';
     w.inFlight++;
+    w.company.inFlight++;
+    if (state === 'degraded') w.company.degradedInFlight++;
     w.lastUsed = now();
     held[state]++;
     let released = false;
@@ -175,6 +229,8 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
         if (released) return;
         released = true;
         w.inFlight--;
+        w.company.inFlight--;
+        if (state === 'degraded') w.company.degradedInFlight--;
         held[state]--;
         learn(id, w, outcome);
         wake();
@@ -185,7 +241,10 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
   function learn(id: string, w: WebhookRecord, outcome: SlotOutcome): void {
     w.avgMs = w.avgMs === undefined ? outcome.durationMs : w.avgMs + ALPHA * (outcome.durationMs - w.avgMs);
     w.score = w.score * (1 - ALPHA) + (outcome.ok ? 0 : ALPHA);
-    const degraded = w.degraded ? w.score >= RECOVER_BELOW : w.score >= DEGRADE_AT;
+    w.durations.push(outcome.durationMs);
+    if (w.durations.length > SLOW_WINDOW) w.durations.shift();
+    const failing = w.degraded ? w.score >= RECOVER_BELOW : w.score >= DEGRADE_AT;
+    const degraded = failing || slow(w);
     if (degraded !== w.degraded) {
       w.degraded = degraded;
       // A recovered webhook's deferred jobs come back at their times; its new ones are not held back.
@@ -211,6 +270,13 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
       }
     }
     if (admitted.size > 0) waiters = waiters.filter((x) => !admitted.has(x));
+  }
+
+  /** Its median answer over its last attempts is slower than SLOW_ANSWER_MS. */
+  function slow(w: WebhookRecord): boolean {
+    if (w.durations.length < MIN_SLOW_SAMPLES) return false;
+    const sorted = [...w.durations].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)]! > SLOW_ANSWER_MS;
   }
 
   /** Its deferred jobs still ahead; the count is an estimate, as their times are only roughly ordered. */
@@ -243,6 +309,9 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
     for (const [id, w] of webhooks) {
       if (w.inFlight === 0 && at - w.lastUsed > IDLE_FORGET_MS && !waiters.some((x) => x.record === w)) webhooks.delete(id);
     }
+    const used = new Set<CompanyRecord>();
+    for (const w of webhooks.values()) used.add(w.company);
+    for (const [key, c] of companies) if (!used.has(c) && c.inFlight === 0) companies.delete(key);
   }
 
   /** Waits here for a slot, at most `ms`, then is deferred. */
@@ -265,13 +334,14 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
   const slowRetriesWaiting = (): number => waiters.reduce((n, x) => n + (x.retry && !quick(x.record) ? 1 : 0), 0);
 
   return {
-    acquire(id, { retry = false } = {}) {
+    acquire(id, { retry = false, companyId } = {}) {
       sweep();
-      const w = recordOf(id);
+      const w = recordOf(id, companyId);
       const reason = blocked(w, retry);
       if (reason === null) return Promise.resolve({ slot: take(id, w) });
-      // Only the pool or the degraded budget, that is other tenants, stand in this retry's way: it
-      // waits for the next slot, first in line.
+      // Only the pool, the degraded budget or its company's share (which other webhooks of the
+      // company, or other companies' degraded ones, fill) stand in this retry's way: it waits for
+      // the next slot, first in line.
       if (retry && !atOwnBound(w) && (quick(w) || slowRetriesWaiting() < slowRetryWaiters)) return waitHere(id, w, true, RETRY_WAIT_MS, reason);
       // Waiting here holds one of the worker's jobs, which are only as many as the slots: only a
       // healthy webhook known to be fast (its turn within maxLocalWaitMs) may wait. Measured: when

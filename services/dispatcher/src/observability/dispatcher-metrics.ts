@@ -63,7 +63,7 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
 
   // Fair sharing (deliveries/webhook-slots.limiter.ts): who is held back, by state, never by webhook
   // (ids and URLs are unbounded; the log names the webhook when it becomes degraded or recovers).
-  const deferrals = m.counter('svc_delivery_deferrals_total', "Deliveries put back in the queue until their webhook's turn (no attempt spent), by reason (webhook_limit, degraded_limit, pool_reserve)", ['reason']);
+  const deferrals = m.counter('svc_delivery_deferrals_total', "Deliveries put back in the queue until their webhook's turn (no attempt spent), by reason (webhook_limit, company_limit, degraded_limit, pool_reserve)", ['reason']);
   m.gauge('svc_delivery_slots', 'Send slots held in this dispatcher, by the state of the webhook holding them (healthy, degraded)', ['state'], async function () {
     if (!slots) return;
     const { held } = slots.stats();

@@ -13,8 +13,11 @@ type WebhookColumn = keyof WebhooksTable;
 /** The columns that decide which events reach a webhook: its company, branch, mode, subscription and state. */
 export const WEBHOOK_ROUTING_COLUMNS = ['empresa_id', 'sucursal_id', 'modo', 'eventos', 'activo'] as const satisfies readonly WebhookColumn[];
 
-/** The columns that make a webhook's target: where its deliveries go and the secrets that sign them. */
-export const WEBHOOK_TARGET_COLUMNS = ['id', 'url', 'secret', 'secreto_anterior', 'secreto_anterior_expira_en', 'activo', 'modo'] as const satisfies readonly WebhookColumn[];
+/**
+ * The columns that make a webhook's target: where its deliveries go, the secrets that sign them,
+ * and its company (the dispatcher shares its send slots between companies first).
+ */
+export const WEBHOOK_TARGET_COLUMNS = ['id', 'empresa_id', 'url', 'secret', 'secreto_anterior', 'secreto_anterior_expira_en', 'activo', 'modo'] as const satisfies readonly WebhookColumn[];
 
 /**
  * Every column whose change alters a company's routes or targets: the column list of the
@@ -31,6 +34,8 @@ export type WebhookTargetRow = Pick<Selectable<WebhooksTable>, (typeof WEBHOOK_T
 /** Where and how a webhook's deliveries are sent. */
 export interface WebhookTarget {
   id: string;
+  /** Its company: the tenant whose share of the send slots its deliveries use. */
+  companyId: string;
   url: string;
   /** The signing key, opened: never log it. */
   secret: string;
@@ -54,6 +59,7 @@ export function webhookTargetOf(r: WebhookTargetRow, secrets: SecretBox): Webhoo
   const previous = previousSecretOf(r);
   return {
     id: r.id,
+    companyId: r.empresa_id,
     url: r.url,
     secret: secrets.open(r.id, r.secret),
     previousSecret: previous && { secret: secrets.open(r.id, previous.secret), expiresAt: previous.expiresAt },
