@@ -1,5 +1,15 @@
-import { sql, type RawBuilder } from 'kysely';
-import { insertDeliveryAttempts, type AttemptErrorClass, type Db, type DeliveryState, type EventName, type Modo, type ShipmentEventData, type Transaction } from '@svc/schema';
+import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
+import {
+  insertDeliveryAttempts,
+  type AttemptErrorClass,
+  type Database,
+  type Db,
+  type DeliveryState,
+  type EventName,
+  type Modo,
+  type ShipmentEventData,
+  type Transaction,
+} from '@svc/schema';
 
 /**
  * The gateway's side of deliveries (`entregas`, `entrega_intentos`): the PING it records, the
@@ -174,14 +184,26 @@ function toLogged(r: LoggedRow): LoggedDelivery {
   };
 }
 
-/** One page of a webhook's deliveries, newest first (the index on webhook_id, created_at, id). */
-export async function listDeliveryLog(
-  db: Db,
-  webhookId: string,
-  filters: DeliveryFilters,
-  limit: number,
-  after: LogPosition | undefined,
-): Promise<LoggedDelivery[]> {
+/**
+ * Whose deliveries of a webhook a reader sees: every one, or (a branch reading a company webhook's
+ * log, extensions.md) only those of that branch's events. An event's branch is its outbox row's,
+ * kept as long as any delivery names the event; a PING has no event, so a branch sees none.
+ */
+export type LogReader = { branchId: string } | 'all';
+
+function ofBranchEvents(eb: ExpressionBuilder<Database, 'entregas'>, branchId: string) {
+  return eb.exists(eb.selectFrom('outbox').select(sql`1`.as('one')).whereRef('outbox.id', '=', 'entregas.evento_id').where('outbox.sucursal_id', '=', branchId));
+}
+
+/**
+ * One page of a webhook's log as a statement, newest first: the single text of the log's query,
+ * which `listDeliveryLog` runs and `test/delivery-log-plans.test.ts` explains. Each filter is served
+ * by an index of `entregas` (migration 20261128120000): the webhook's own (webhook_id, created_at,
+ * id) for no filter, `desde`/`hasta`, the cursor and `estado=exitosa`/`exitoso=true` (most rows);
+ * (webhook_id, evento, ...) for `evento`; the partial (webhook_id, estado, ...) of unsuccessful rows
+ * for `estado=pendiente|fallida`; the partial (webhook_id, ...) where not exitoso for `exitoso=false`.
+ */
+export function deliveryLogQuery(db: Db, webhookId: string, filters: DeliveryFilters, limit: number, after: LogPosition | undefined, reader: LogReader = 'all') {
   let q = db.selectFrom('entregas').select(logColumns).where('webhook_id', '=', webhookId);
   if (filters.exitoso !== undefined) q = q.where('exitoso', '=', filters.exitoso);
   if (filters.estado !== undefined) q = q.where('estado', '=', filters.estado);
@@ -189,13 +211,34 @@ export async function listDeliveryLog(
   if (filters.desde !== undefined) q = q.where('created_at', '>=', filters.desde);
   if (filters.hasta !== undefined) q = q.where('created_at', '<', filters.hasta);
   if (after !== undefined) q = q.where(sql<boolean>`(created_at, id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
-  const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  if (reader !== 'all') {
+    const { branchId } = reader;
+    q = q.where((eb) => ofBranchEvents(eb, branchId));
+  }
+  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
+}
+
+/** One page of a webhook's deliveries that `reader` sees, newest first. */
+export async function listDeliveryLog(
+  db: Db,
+  webhookId: string,
+  filters: DeliveryFilters,
+  limit: number,
+  after: LogPosition | undefined,
+  reader: LogReader = 'all',
+): Promise<LoggedDelivery[]> {
+  const rows = await deliveryLogQuery(db, webhookId, filters, limit, after, reader).execute();
   return rows.map(toLogged);
 }
 
-/** One delivery of the webhook, or undefined (another webhook's is not found). */
-export async function findLoggedDelivery(db: Db, webhookId: string, id: string): Promise<LoggedDelivery | undefined> {
-  const row = await db.selectFrom('entregas').select(logColumns).where('id', '=', id).where('webhook_id', '=', webhookId).executeTakeFirst();
+/** One delivery of the webhook that `reader` sees, or undefined (another webhook's is not found). */
+export async function findLoggedDelivery(db: Db, webhookId: string, id: string, reader: LogReader = 'all'): Promise<LoggedDelivery | undefined> {
+  let q = db.selectFrom('entregas').select(logColumns).where('id', '=', id).where('webhook_id', '=', webhookId);
+  if (reader !== 'all') {
+    const { branchId } = reader;
+    q = q.where((eb) => ofBranchEvents(eb, branchId));
+  }
+  const row = await q.executeTakeFirst();
   return row && toLogged(row);
 }
 

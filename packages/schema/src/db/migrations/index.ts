@@ -10,6 +10,7 @@ import * as retention from './20261125090000_retention';
 import * as webhookVersions from './20261126090000_webhook_versions';
 import * as portal from './20261127090000_portal';
 import * as activity from './20261127120000_activity';
+import * as deliveryLogIndexes from './20261128120000_delivery_log_indexes';
 
 /** Every migration by its timestamped name; a static list so bundlers and test runners see them. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '20261126090000_webhook_versions': webhookVersions,
   '20261127090000_portal': portal,
   '20261127120000_activity': activity,
+  '20261128120000_delivery_log_indexes': deliveryLogIndexes,
 };
