@@ -14,6 +14,7 @@ import {
   insertResend,
   listDeliveryLog,
   pendingDeliveriesByMode,
+  type LogReader,
   type RecoveryWindow,
   type Resent,
 } from './delivery.repository';
@@ -27,11 +28,20 @@ export const MAX_RECOVERY_MS = 14 * 24 * 3600 * 1000;
 
 // ---- the delivery log ------------------------------------------------------------------------------
 
-/** Every delivery of one webhook, newest first, filtered and paged. */
+/**
+ * Whose deliveries of webhook `w` the scope sees: a branch reading a company webhook's log sees only
+ * its own branch's events (other branches' shipments and their receivers' answers are not its to
+ * see, extensions.md); its own webhook's and the head account's, every one.
+ */
+export function logReaderOf(scope: CompanyScope, w: Pick<Webhook, 'sucursal_id'>): LogReader {
+  return scope.sucursalId !== null && w.sucursal_id === null ? { branchId: scope.sucursalId } : 'all';
+}
+
+/** Every delivery of one webhook that the scope sees, newest first, filtered and paged. */
 export async function deliveryLog(deps: Deps, scope: CompanyScope, id: string, query: Record<string, unknown>) {
   const { limit, after, filters } = parseLogQuery(query);
   const w = await requireWebhook(deps.db, scope, id);
-  const rows = await listDeliveryLog(deps.db, w.id, filters, limit + 1, after);
+  const rows = await listDeliveryLog(deps.db, w.id, filters, limit + 1, after, logReaderOf(scope, w));
   const page = rows.slice(0, limit);
   const attempts = await attemptsOf(
     deps.db,
@@ -44,10 +54,10 @@ export async function deliveryLog(deps: Deps, scope: CompanyScope, id: string, q
   };
 }
 
-/** One delivery of the webhook, with its attempts. */
+/** One delivery of the webhook that the scope sees, with its attempts. */
 export async function deliveryDetail(deps: Deps, scope: CompanyScope, id: string, entregaId: string) {
   const w = await requireWebhook(deps.db, scope, id);
-  const d = isUuid(entregaId) ? await findLoggedDelivery(deps.db, w.id, entregaId) : undefined;
+  const d = isUuid(entregaId) ? await findLoggedDelivery(deps.db, w.id, entregaId, logReaderOf(scope, w)) : undefined;
   if (!d) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
   const attempts = await attemptsOf(deps.db, [d.id]);
   return presentLogged(d, attempts.get(d.id) ?? []);
