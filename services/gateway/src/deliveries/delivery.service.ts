@@ -10,11 +10,13 @@ import {
   deliveriesOfShipment,
   findLoggedDelivery,
   hourlyDeliveries,
+  countRecoverable,
   insertRecoveryResends,
   insertResend,
   listDeliveryLog,
   pendingDeliveriesByMode,
   type LogReader,
+  type RecoveryPosition,
   type RecoveryWindow,
   type Resent,
 } from './delivery.repository';
@@ -120,37 +122,66 @@ export function recoveryWindow(body: RecoveryRequest, now: Date): RecoveryWindow
 }
 
 /**
- * Resends every failed delivery of the webhook created in the window that is not a resend and has
- * none yet. The resends are written in one statement under the webhook's lock, so two recoveries
- * of the same window, even at once, resend each delivery once; the answer comes as soon as they are
- * committed, and their first attempts are queued in batches behind it (`ResendRelay`). The recovery
- * is in the activity log (`usuario`: who asked) with its window and count, in the same transaction.
+ * Deliveries a recovery resends per statement, each batch in a transaction of its own: one batch
+ * holds the webhook's lock for a few milliseconds (a resend by hand or another recovery waits no
+ * longer), and its rows and jobs are a bounded piece of memory.
+ */
+export const RECOVERY_BATCH_SIZE = 500;
+/**
+ * Deliveries one `recuperar` call resends at most; the answer's `pendientes` says how many are left
+ * for the next call. 2,000 keeps an answer within a second or so and the gateway's memory bounded
+ * whatever the window holds (a 14-day outage may have left hundreds of thousands).
+ */
+export const RECOVERY_CALL_LIMIT = 2000;
+
+/**
+ * Resends the failed deliveries of the webhook created in the window that are not resends and have
+ * none yet, oldest first, at most RECOVERY_CALL_LIMIT per call, in batches of RECOVERY_BATCH_SIZE.
+ * Each batch is one statement in its own transaction under the webhook's lock: it is written whole
+ * or not at all, and two recoveries of the same window, even at once, resend each delivery once.
+ * Each batch's first attempts are queued behind its commit (`ResendRelay`) while the next is
+ * written. The transaction of the call's last batch also counts what is left (`pendientes`) and
+ * writes the recovery into the activity log (`usuario`: who asked) with its window and count; a
+ * webhook deactivated between two batches ends the call there.
  */
 export async function recoverDeliveries(deps: Deps, scope: CompanyScope, id: string, body: RecoveryRequest, now: Date, requestId: string, usuario: string) {
   const window = recoveryWindow(body, now);
   const w = await requireWebhook(deps.db, scope, id);
-  const resends = await deps.db.transaction().execute(async (trx) => {
-    const locked = await lockWebhook(trx, scope.empresaId, w.id);
-    if (!locked) throw new AppError('NOT_FOUND', 'no such webhook');
-    if (!locked.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
-    const made = await insertRecoveryResends(trx, w.id, window, eventFields);
-    await recordActivity(trx, {
-      empresaId: scope.empresaId,
-      usuario,
-      accion: 'deliveries.recovered',
-      sucursalId: locked.sucursal_id,
-      webhookId: w.id,
-      detalle: { desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), reenviadas: made.length },
+  let reenviadas = 0;
+  let after: RecoveryPosition | undefined;
+  let pendientes: number | undefined;
+  for (let batch = 0; pendientes === undefined; batch++) {
+    const take = Math.min(RECOVERY_BATCH_SIZE, RECOVERY_CALL_LIMIT - reenviadas);
+    const written = await deps.db.transaction().execute(async (trx) => {
+      const locked = await lockWebhook(trx, scope.empresaId, w.id);
+      if (!locked) throw new AppError('NOT_FOUND', 'no such webhook');
+      if (!locked.activo && batch === 0) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
+      const made = locked.activo ? await insertRecoveryResends(trx, w.id, window, eventFields, take, after) : { resends: [], last: undefined };
+      const total = reenviadas + made.resends.length;
+      // The call ends with this batch: the window is done, the call's share is, or the webhook was deactivated.
+      if (made.resends.length === take && total < RECOVERY_CALL_LIMIT && locked.activo) return { made, left: undefined };
+      const left = await countRecoverable(trx, w.id, window, eventFields);
+      await recordActivity(trx, {
+        empresaId: scope.empresaId,
+        usuario,
+        accion: 'deliveries.recovered',
+        sucursalId: locked.sucursal_id,
+        webhookId: w.id,
+        detalle: { desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), reenviadas: total },
+      });
+      return { made, left };
     });
-    return made;
-  });
-  // Answered now; the jobs follow in batches.
-  if (resends.length > 0) void deps.resendRelay.enqueue(resends.map((d) => firstAttempt(w, d, requestId)));
+    // Queued behind the commit, while the next batch is written; never rejects (see ResendRelay).
+    if (written.made.resends.length > 0) void deps.resendRelay.enqueue(written.made.resends.map((d) => firstAttempt(w, d, requestId)));
+    reenviadas += written.made.resends.length;
+    after = written.made.last ?? after;
+    pendientes = written.left;
+  }
   deps.logger.info(
-    { webhookId: w.id, reenviadas: resends.length, desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), requestId },
+    { webhookId: w.id, reenviadas, pendientes, desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), requestId },
     'deliveries recovered',
   );
-  return { reenviadas: resends.length };
+  return { reenviadas, pendientes };
 }
 
 // ---- the customer portal's views (portal.md) ---------------------------------------------------------
