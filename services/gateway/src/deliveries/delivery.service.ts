@@ -15,6 +15,7 @@ import {
   insertResend,
   listDeliveryLog,
   pendingDeliveriesByMode,
+  type LoggedDelivery,
   type LogReader,
   type RecoveryPosition,
   type RecoveryWindow,
@@ -22,8 +23,9 @@ import {
 } from './delivery.repository';
 import { encodeLogCursor, parseInstant, parseLogQuery } from './delivery-log.query';
 import { presentDelivery, presentLogged } from './delivery.presenter';
+import { resendWindowId } from './resend.limiter';
 
-type Deps = Pick<GatewayDeps, 'db' | 'logger' | 'resendRelay'>;
+type Deps = Pick<GatewayDeps, 'db' | 'logger' | 'resendRelay' | 'resendLimiter'>;
 
 /** The longest window of a recovery (extensions.md). */
 export const MAX_RECOVERY_MS = 14 * 24 * 3600 * 1000;
@@ -81,20 +83,37 @@ function firstAttempt(w: Webhook, d: Resent, requestId: string): DeliveryJob {
 }
 
 /**
+ * The delivery to resend and its webhook, or the refusal, in the order the API gives them: checked
+ * alike before the hour's count and under the lock.
+ */
+function resendable<W extends Pick<Webhook, 'activo'>>(webhook: W | undefined, original: LoggedDelivery | undefined): { webhook: W; original: LoggedDelivery } {
+  if (!webhook || !original) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
+  if (!webhook.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
+  if (original.estado === 'pendiente') throw new AppError('DELIVERY_PENDING', 'the delivery still has attempts left');
+  return { webhook, original };
+}
+
+/**
  * Sends a delivery's event again to its webhook, now, with the webhook's current URL and secret: a
  * new delivery (new id) with the same event, `reenvioDe` = the original, and the usual attempts.
- * Written under the webhook's lock (so it sees `activo` as it is, and a concurrent recovery sees it),
- * with its entry in the activity log (`usuario`: who asked), then its first attempt is queued.
+ * At most RESENDS_PER_HOUR of one event to one webhook per sliding hour (429 RESEND_LIMIT_EXCEEDED
+ * with `Retry-After`), counted only for a resend that would be made (checked once before, so a
+ * refused one costs none of the hour's). Written under the webhook's lock (so it sees `activo` as
+ * it is, and a concurrent recovery sees it), with its entry in the activity log (`usuario`: who
+ * asked), then its first attempt is queued.
  */
 export async function resendDelivery(deps: Deps, scope: CompanyScope, id: string, entregaId: string, requestId: string, usuario: string) {
   const w = await requireWebhook(deps.db, scope, id);
   if (!isUuid(entregaId)) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
+  const { original: seen } = resendable(w, await findLoggedDelivery(deps.db, w.id, entregaId));
+  const hour = await deps.resendLimiter.take(resendWindowId(w.id, seen.eventoId ?? seen.id));
+  if (!hour.allowed) {
+    throw new AppError('RESEND_LIMIT_EXCEEDED', `this event was resent to this webhook ${hour.limit} times in the last hour`, {
+      'Retry-After': String(hour.retryAfterSeconds),
+    });
+  }
   const resent = await deps.db.transaction().execute(async (trx) => {
-    const locked = await lockWebhook(trx, scope.empresaId, w.id);
-    const original = await findLoggedDelivery(trx, w.id, entregaId);
-    if (!locked || !original) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
-    if (!locked.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
-    if (original.estado === 'pendiente') throw new AppError('DELIVERY_PENDING', 'the delivery still has attempts left');
+    const { webhook: locked, original } = resendable(await lockWebhook(trx, scope.empresaId, w.id), await findLoggedDelivery(trx, w.id, entregaId));
     const made = await insertResend(trx, w.id, original.id, eventFields);
     if (!made) throw new AppError('NOT_FOUND', 'the event of this delivery is no longer kept');
     await recordActivity(trx, {
