@@ -96,6 +96,16 @@ export class SettingsReader {
   }
 }
 
+/**
+ * The longest a statement of either service may run before Postgres cancels it (its error is the
+ * request's 503 or the task's logged failure): a statement that runs away (a plan gone wrong, a
+ * lock held by a stuck session) then frees its connection instead of holding a pool slot and
+ * Postgres's CPU for ever. 10 s is 20 times the longest statement the services run by design (a
+ * retention batch of 5,000 deliveries, about 0.5 s in `bench:retention`) and a third of the
+ * gateway's 30 s request timeout, so a request never outlives its statement by long.
+ */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
+
 /** The levels `LOG_LEVEL` accepts: pino's. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -124,6 +134,11 @@ export interface CommonSettings {
   redisClusterNodes?: Array<{ host: string; port: number }>;
   /** DB_POOL_SIZE: Postgres connections of this process. Default 20. */
   dbPoolSize: number;
+  /**
+   * DB_STATEMENT_TIMEOUT_MS: Postgres's `statement_timeout` on every connection of this process's
+   * pool (0: none). Default `DEFAULT_STATEMENT_TIMEOUT_MS`.
+   */
+  dbStatementTimeoutMs: number;
   /** LOG_LEVEL: pino level, one of `LOG_LEVELS`. Default `info`. */
   logLevel: string;
   /** DISPATCH_HOST_MAP: host names the webhook sender resolves without DNS, `name=address,...`. Default empty. */
@@ -257,6 +272,7 @@ export function readCommonSettings(r: SettingsReader): CommonSettings {
     redisPrefix: r.string('REDIS_PREFIX', 'svc'),
     redisClusterNodes: readClusterNodes(r),
     dbPoolSize: r.int('DB_POOL_SIZE', 20, 1, 1000),
+    dbStatementTimeoutMs: r.int('DB_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 0, 3_600_000),
     logLevel: r.string('LOG_LEVEL', 'info'),
     dispatchHostMap: r.string('DISPATCH_HOST_MAP', ''),
     dispatchAllowCidrs: r.string('DISPATCH_ALLOW_CIDRS', ''),

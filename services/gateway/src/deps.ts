@@ -19,6 +19,8 @@ export interface GatewayDeps {
   rateLimiter: RateLimiter;
   /** The customer portal's: the same sliding window per session (PORTAL_RATE_LIMIT_PER_MINUTE). */
   portalRateLimiter: RateLimiter;
+  /** Resends of one event to one webhook per hour (`RESENDS_PER_HOUR`), API and portal alike. */
+  resendLimiter: RateLimiter;
   /** Failed admin authentications per client address. */
   adminAuthLimiter: AdminAuthLimiter;
   outboxRelay: OutboxRelay;

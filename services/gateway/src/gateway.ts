@@ -14,6 +14,7 @@ import { createGatewayMetrics } from './observability/gateway-metrics';
 import { createOutboxRelay, type OutboxRelayOptions } from './outbox/outbox.relay';
 import { pendingStats } from './outbox/outbox.repository';
 import { createResendRelay } from './deliveries/resend.relay';
+import { createResendLimiter } from './deliveries/resend.limiter';
 import { createIdempotencyRetention, type IdempotencyRetention } from './idempotency/idempotency.retention';
 import { createActivityRetention, type ActivityRetention } from './activity/activity.retention';
 import { createSecretsUpkeep, type SecretsUpkeep } from './webhooks/secrets.upkeep';
@@ -125,6 +126,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       tokenCache,
       rateLimiter: new RateLimiter(redis, config.redisPrefix, config.rateLimitPerMinute),
       portalRateLimiter: new RateLimiter(redis, config.redisPrefix, config.portalRateLimitPerMinute),
+      resendLimiter: createResendLimiter(redis, config.redisPrefix),
       adminAuthLimiter: new AdminAuthLimiter(redis, config.redisPrefix),
       // PORT, or the port the public listener took when PORT is 0 (known once it listens, before
       // any request can ask).

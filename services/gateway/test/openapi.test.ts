@@ -441,9 +441,9 @@ describe('the gateway against its OpenAPI document', () => {
     // The resend is pending (no dispatcher runs here): resending it is refused.
     expect((await api('post', `/webhooks/${id}/entregas/${resent.body.data.id as string}/reenviar`, c.live)).status).toBe(409);
     const desde = new Date(Date.now() - 3600_000).toISOString();
-    expect((await api('post', `/webhooks/${id}/recuperar`, c.live, { body: { desde } })).body.data).toEqual({ reenviadas: 0 });
+    expect((await api('post', `/webhooks/${id}/recuperar`, c.live, { body: { desde } })).body.data).toEqual({ reenviadas: 0, pendientes: 0 });
     await api('post', `/webhooks/${id}/test`, c.live);
-    expect((await api('post', `/webhooks/${id}/recuperar`, c.live, { body: { desde, hasta: new Date(Date.now() + 60_000).toISOString() } })).body.data).toEqual({ reenviadas: 1 });
+    expect((await api('post', `/webhooks/${id}/recuperar`, c.live, { body: { desde, hasta: new Date(Date.now() + 60_000).toISOString() } })).body.data).toEqual({ reenviadas: 1, pendientes: 0 });
     // Errors.
     expect((await api('get', `/webhooks/${id}/entregas?estado=perdida`, c.live)).status).toBe(400);
     expect((await api('get', `/webhooks/${id}/entregas/no-such-delivery`, c.live)).status).toBe(404);

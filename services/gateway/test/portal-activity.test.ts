@@ -75,7 +75,7 @@ describe('the portal: Actividad', () => {
     const resent = await portal.send('post', `/webhooks/${wid}/entregas/${ping}/reenviar?modo=live`);
     expect(resent.status).toBe(202);
     const desde = new Date(Date.now() - HOUR).toISOString();
-    expect((await portal.send('post', `/webhooks/${wid}/recuperar?modo=live`, { desde })).body.data).toEqual({ reenviadas: 0 });
+    expect((await portal.send('post', `/webhooks/${wid}/recuperar?modo=live`, { desde })).body.data).toEqual({ reenviadas: 0, pendientes: 0 });
     // The same two through /api/v1, with the company's live token.
     const api = (path: string, body?: object) => gw.http.post(`/api/v1${path}`).set('Authorization', bearer(live)).send(body);
     const apiResent = await api(`/webhooks/${wid}/entregas/${ping}/reenviar`);

@@ -55,16 +55,29 @@ describe('POST /api/v1/webhooks/{id}/recuperar: thousands at once, and never twi
     count(fx.pool, 'select count(*) n from (select reenvio_de from entregas where webhook_id = $1 and es_reenvio group by 1 having count(*) > 1) x', [webhookId]);
   const desde = () => new Date(Date.now() - 2 * HOUR).toISOString();
 
-  it('answers at once for 3000 failed deliveries, then queues each first attempt with its event (in batches)', async () => {
+  it('resends 3000 failed deliveries in two calls (2000, then the 1000 left), queueing each first attempt with its event', async () => {
     const webhookId = await hook();
     const events = await failedDeliveries(webhookId, 3000);
     const start = Date.now();
     const res = await api(`/webhooks/${webhookId}/recuperar`, { desde: desde() });
     const tookMs = Date.now() - start;
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ success: true, data: { reenviadas: 3000 } });
-    // The answer waits for the rows only, not for 3000 jobs (a generous bound: it bounds a hang).
+    expect(res.body).toEqual({ success: true, data: { reenviadas: 2000, pendientes: 1000 } });
+    // The answer waits for the rows only, not for the jobs (a generous bound: it bounds a hang).
     expect(tookMs).toBeLessThan(3000);
+    expect(await resendsOf(webhookId)).toBe(2000);
+    // The oldest first, in (createdAt, id) order: no delivery left is older than one resent.
+    const olderLeft = await count(
+      fx.pool,
+      `select count(*) n from entregas e where e.webhook_id = $1 and not e.es_reenvio
+         and not exists (select 1 from entregas r where r.reenvio_de = e.id)
+         and exists (select 1 from entregas r join entregas o on o.id = r.reenvio_de
+                     where r.webhook_id = $1 and (o.created_at, o.id) > (e.created_at, e.id))`,
+      [webhookId],
+    );
+    expect(olderLeft).toBe(0);
+    const more = await api(`/webhooks/${webhookId}/recuperar`, { desde: desde() });
+    expect(more.body).toEqual({ success: true, data: { reenviadas: 1000, pendientes: 0 } });
     expect(await resendsOf(webhookId)).toBe(3000);
 
     await fx.gw.deps.resendRelay.drain();
@@ -81,8 +94,9 @@ describe('POST /api/v1/webhooks/{id}/recuperar: thousands at once, and never twi
     }
 
     const again = await api(`/webhooks/${webhookId}/recuperar`, { desde: desde() });
-    expect(again.body).toEqual({ success: true, data: { reenviadas: 0 } });
+    expect(again.body).toEqual({ success: true, data: { reenviadas: 0, pendientes: 0 } });
     expect(await resendsOf(webhookId)).toBe(3000);
+    expect(await resentTwice(webhookId)).toBe(0);
   }, 60_000);
 
   it('resends each delivery once when recoveries of the same window race', async () => {
@@ -91,9 +105,11 @@ describe('POST /api/v1/webhooks/{id}/recuperar: thousands at once, and never twi
     const window = { desde: desde() };
     const answers = await Promise.all(Array.from({ length: 4 }, () => api(`/webhooks/${webhookId}/recuperar`, window)));
     expect(answers.map((a) => a.status)).toEqual([202, 202, 202, 202]);
+    // Batches of the four calls take turns under the webhook's lock: together they resend each once,
+    // and each call ends having seen the whole window, so none has any left.
     const counts = answers.map((a) => a.body.data.reenviadas as number);
     expect(counts.reduce((x, y) => x + y, 0)).toBe(1000);
-    expect(counts.filter((n) => n > 0)).toHaveLength(1);
+    expect(answers.map((a) => a.body.data.pendientes)).toEqual([0, 0, 0, 0]);
     expect(await resendsOf(webhookId)).toBe(1000);
     expect(await resentTwice(webhookId)).toBe(0);
 
@@ -133,14 +149,14 @@ describe('POST /api/v1/webhooks/{id}/recuperar: thousands at once, and never twi
     );
     // The failed PING already has a resend (`resent`, itself failed): neither is taken.
     const res = await api(`/webhooks/${webhookId}/recuperar`, { desde: desde.toISOString(), hasta: hasta.toISOString() });
-    expect(res.body).toEqual({ success: true, data: { reenviadas: 2 } });
+    expect(res.body).toEqual({ success: true, data: { reenviadas: 2, pendientes: 0 } });
     const made = await fx.pool.query<{ evento_id: string }>(`select evento_id from entregas where webhook_id = $1 and es_reenvio and id <> $2`, [webhookId, resent]);
     expect(made.rows.map((r) => r.evento_id).sort()).toEqual([first, middle].sort());
 
     // Without the resend, the failed PING is taken, and its resend carries the PING's id as its event.
     await fx.pool.query('delete from entregas where id = $1', [resent]);
     const more = await api(`/webhooks/${webhookId}/recuperar`, { desde: desde.toISOString(), hasta: hasta.toISOString() });
-    expect(more.body).toEqual({ success: true, data: { reenviadas: 1 } });
+    expect(more.body).toEqual({ success: true, data: { reenviadas: 1, pendientes: 0 } });
     const ping = await fx.pool.query<{ id: string; evento_id: string }>(`select id, evento_id from entregas where reenvio_de = $1`, [failedPing]);
     expect(ping.rows).toEqual([{ id: expect.any(String), evento_id: failedPing }]);
     await fx.gw.deps.resendRelay.drain();
@@ -149,7 +165,7 @@ describe('POST /api/v1/webhooks/{id}/recuperar: thousands at once, and never twi
     expect(pingJob!.data.sequence).toBeUndefined();
 
     // `hasta` defaults to now: the two outside the first window are taken now.
-    expect((await api(`/webhooks/${webhookId}/recuperar`, { desde: new Date(desde.getTime() - 1).toISOString() })).body.data).toEqual({ reenviadas: 2 });
+    expect((await api(`/webhooks/${webhookId}/recuperar`, { desde: new Date(desde.getTime() - 1).toISOString() })).body.data).toEqual({ reenviadas: 2, pendientes: 0 });
     await fx.gw.deps.resendRelay.drain();
   }, 30_000);
 
@@ -157,7 +173,7 @@ describe('POST /api/v1/webhooks/{id}/recuperar: thousands at once, and never twi
     const webhookId = await hook();
     const [gone] = await failedDeliveries(webhookId, 2);
     await fx.pool.query('delete from outbox where id = $1', [gone]);
-    expect((await api(`/webhooks/${webhookId}/recuperar`, { desde: desde() })).body.data).toEqual({ reenviadas: 1 });
+    expect((await api(`/webhooks/${webhookId}/recuperar`, { desde: desde() })).body.data).toEqual({ reenviadas: 1, pendientes: 0 });
     const original = (await fx.pool.query<{ id: string }>('select id from entregas where evento_id = $1 and not es_reenvio', [gone])).rows[0]!.id;
     const res = await api(`/webhooks/${webhookId}/entregas/${original}/reenviar`);
     expect(res.status).toBe(404);
@@ -187,7 +203,7 @@ describe('POST /api/v1/webhooks/{id}/recuperar: thousands at once, and never twi
   it('takes a window of exactly 14 days, and a date without time', async () => {
     const webhookId = await hook();
     expect((await api(`/webhooks/${webhookId}/recuperar`, { desde: '2026-11-01T00:00:00Z', hasta: '2026-11-15T00:00:00Z' })).status).toBe(202);
-    expect((await api(`/webhooks/${webhookId}/recuperar`, { desde: '2026-11-01', hasta: '2026-11-02' })).body).toEqual({ success: true, data: { reenviadas: 0 } });
+    expect((await api(`/webhooks/${webhookId}/recuperar`, { desde: '2026-11-01', hasta: '2026-11-02' })).body).toEqual({ success: true, data: { reenviadas: 0, pendientes: 0 } });
     expect((await fx.gw.http.delete(`/api/v1/webhooks/${webhookId}`).set('Authorization', bearer(c.live))).status).toBe(200);
   });
 });

@@ -242,7 +242,7 @@ describe('resending and recovery (POST /webhooks/{id}/entregas/{entregaId}/reenv
     const res = await api('post', `/webhooks/${w.id}/recuperar`, { desde });
     expect(res.status).toBe(202);
     // The PING and the two shipment events never resent; not b' (a resend), not a or b (resent), not the successes.
-    expect(res.body).toEqual({ success: true, data: { reenviadas: 3 } });
+    expect(res.body).toEqual({ success: true, data: { reenviadas: 3, pendientes: 0 } });
     const expected = [ping!, ...rest];
     const after = await allSettled(w.id, 13);
     const resends = after.filter((d) => d.reenvioDe !== null && d.id !== aResend.id && d.id !== bResend.id);
@@ -258,7 +258,7 @@ describe('resending and recovery (POST /webhooks/{id}/entregas/{entregaId}/reenv
 
     // The same window again: nothing left to resend.
     const again = await api('post', `/webhooks/${w.id}/recuperar`, { desde, hasta: new Date().toISOString() });
-    expect(again.body).toEqual({ success: true, data: { reenviadas: 0 } });
+    expect(again.body).toEqual({ success: true, data: { reenviadas: 0, pendientes: 0 } });
     await new Promise((r) => setTimeout(r, 300));
     expect(await log(w.id)).toHaveLength(13);
     expect(fx.receiver.requestsTo('/mixed')).toHaveLength(received + 3);

@@ -75,7 +75,12 @@ describe('webhooks per mode: live and test tokens of a company and of a branch',
       [c.test, [testHook, testDelivery], [liveHook, liveDelivery]],
       [branch.test, [testHook, testDelivery], [liveHook, liveDelivery]],
     ] as const) {
-      for (const path of reads(own[0], own[1])) expect({ path, status: (await api('get', path, token)).status }).toEqual({ path, status: 200 });
+      for (const path of reads(own[0], own[1])) {
+        // The delivery is the company webhook's PING: in a company webhook's log a branch sees no PING
+        // (extensions.md, Delivery log), so its detail is 404 to a branch token of either mode.
+        const hidden = (token === branch.live || token === branch.test) && path.includes('/entregas/');
+        expect({ path, status: (await api('get', path, token)).status }).toEqual({ path, status: hidden ? 404 : 200 });
+      }
       for (const path of reads(foreign[0], foreign[1])) {
         const res = await api('get', path, token);
         expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 404, body: envelope('NOT_FOUND') });

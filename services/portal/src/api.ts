@@ -80,6 +80,7 @@ const LEADS: Record<string, string> = {
   SUCURSALES_DESHABILITADAS: 'Las sucursales no están habilitadas',
   RATE_LIMIT_EXCEEDED: 'Demasiadas peticiones; espere un momento',
   DAILY_GUIDE_LIMIT: 'Se alcanzó el límite diario de guías',
+  RESEND_LIMIT_EXCEEDED: 'Este evento ya se reenvió 10 veces a este webhook en la última hora',
   PAYMENT_REQUIRED: 'No hay créditos disponibles',
 };
 

@@ -26,6 +26,19 @@ export interface PoolSettings {
    * statements are planned at each run whatever this says.
    */
   genericPlans?: boolean;
+  /**
+   * Postgres's `statement_timeout` on every connection, in ms (0: none, e.g. for migrations, which
+   * may rewrite a whole table). Unset: the server's own (Postgres's default is none).
+   */
+  statementTimeoutMs?: number;
+}
+
+/** The `-c name=value` startup options of a pool's connections: settings applied as each connects. */
+function connectionOptions(settings: PoolSettings): string | undefined {
+  const options: string[] = [];
+  if (settings.statementTimeoutMs !== undefined) options.push(`-c statement_timeout=${Math.trunc(settings.statementTimeoutMs)}`);
+  if (settings.genericPlans) options.push('-c plan_cache_mode=force_generic_plan');
+  return options.length > 0 ? options.join(' ') : undefined;
 }
 
 export function createPool(settings: PoolSettings): pg.Pool {
@@ -34,7 +47,7 @@ export function createPool(settings: PoolSettings): pg.Pool {
     max: settings.max ?? 20,
     application_name: settings.applicationName,
     connectionTimeoutMillis: 3000,
-    ...(settings.genericPlans ? { options: '-c plan_cache_mode=force_generic_plan' } : {}),
+    options: connectionOptions(settings),
   });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => undefined);

@@ -8,7 +8,9 @@ async function main(): Promise<void> {
   loadDotEnv();
   const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc';
   await ensureDatabase(url);
-  const pool = createPool({ connectionString: url, max: 1 });
+  // No statement_timeout (DB_STATEMENT_TIMEOUT_MS is the services'): a migration may rewrite or
+  // index a whole table, which takes as long as the table is large.
+  const pool = createPool({ connectionString: url, max: 1, statementTimeoutMs: 0 });
   const db = createDb(pool);
   try {
     const applied = await migrateToLatest(db);

@@ -1,5 +1,15 @@
-import { sql, type RawBuilder } from 'kysely';
-import { insertDeliveryAttempts, type AttemptErrorClass, type Db, type DeliveryState, type EventName, type Modo, type ShipmentEventData, type Transaction } from '@svc/schema';
+import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
+import {
+  insertDeliveryAttempts,
+  type AttemptErrorClass,
+  type Database,
+  type Db,
+  type DeliveryState,
+  type EventName,
+  type Modo,
+  type ShipmentEventData,
+  type Transaction,
+} from '@svc/schema';
 
 /**
  * The gateway's side of deliveries (`entregas`, `entrega_intentos`): the PING it records, the
@@ -174,14 +184,26 @@ function toLogged(r: LoggedRow): LoggedDelivery {
   };
 }
 
-/** One page of a webhook's deliveries, newest first (the index on webhook_id, created_at, id). */
-export async function listDeliveryLog(
-  db: Db,
-  webhookId: string,
-  filters: DeliveryFilters,
-  limit: number,
-  after: LogPosition | undefined,
-): Promise<LoggedDelivery[]> {
+/**
+ * Whose deliveries of a webhook a reader sees: every one, or (a branch reading a company webhook's
+ * log, extensions.md) only those of that branch's events. An event's branch is its outbox row's,
+ * kept as long as any delivery names the event; a PING has no event, so a branch sees none.
+ */
+export type LogReader = { branchId: string } | 'all';
+
+function ofBranchEvents(eb: ExpressionBuilder<Database, 'entregas'>, branchId: string) {
+  return eb.exists(eb.selectFrom('outbox').select(sql`1`.as('one')).whereRef('outbox.id', '=', 'entregas.evento_id').where('outbox.sucursal_id', '=', branchId));
+}
+
+/**
+ * One page of a webhook's log as a statement, newest first: the single text of the log's query,
+ * which `listDeliveryLog` runs and `test/delivery-log-plans.test.ts` explains. Each filter is served
+ * by an index of `entregas` (migration 20261128120000): the webhook's own (webhook_id, created_at,
+ * id) for no filter, `desde`/`hasta`, the cursor and `estado=exitosa`/`exitoso=true` (most rows);
+ * (webhook_id, evento, ...) for `evento`; the partial (webhook_id, estado, ...) of unsuccessful rows
+ * for `estado=pendiente|fallida`; the partial (webhook_id, ...) where not exitoso for `exitoso=false`.
+ */
+export function deliveryLogQuery(db: Db, webhookId: string, filters: DeliveryFilters, limit: number, after: LogPosition | undefined, reader: LogReader = 'all') {
   let q = db.selectFrom('entregas').select(logColumns).where('webhook_id', '=', webhookId);
   if (filters.exitoso !== undefined) q = q.where('exitoso', '=', filters.exitoso);
   if (filters.estado !== undefined) q = q.where('estado', '=', filters.estado);
@@ -189,13 +211,34 @@ export async function listDeliveryLog(
   if (filters.desde !== undefined) q = q.where('created_at', '>=', filters.desde);
   if (filters.hasta !== undefined) q = q.where('created_at', '<', filters.hasta);
   if (after !== undefined) q = q.where(sql<boolean>`(created_at, id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
-  const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  if (reader !== 'all') {
+    const { branchId } = reader;
+    q = q.where((eb) => ofBranchEvents(eb, branchId));
+  }
+  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
+}
+
+/** One page of a webhook's deliveries that `reader` sees, newest first. */
+export async function listDeliveryLog(
+  db: Db,
+  webhookId: string,
+  filters: DeliveryFilters,
+  limit: number,
+  after: LogPosition | undefined,
+  reader: LogReader = 'all',
+): Promise<LoggedDelivery[]> {
+  const rows = await deliveryLogQuery(db, webhookId, filters, limit, after, reader).execute();
   return rows.map(toLogged);
 }
 
-/** One delivery of the webhook, or undefined (another webhook's is not found). */
-export async function findLoggedDelivery(db: Db, webhookId: string, id: string): Promise<LoggedDelivery | undefined> {
-  const row = await db.selectFrom('entregas').select(logColumns).where('id', '=', id).where('webhook_id', '=', webhookId).executeTakeFirst();
+/** One delivery of the webhook that `reader` sees, or undefined (another webhook's is not found). */
+export async function findLoggedDelivery(db: Db, webhookId: string, id: string, reader: LogReader = 'all'): Promise<LoggedDelivery | undefined> {
+  let q = db.selectFrom('entregas').select(logColumns).where('id', '=', id).where('webhook_id', '=', webhookId);
+  if (reader !== 'all') {
+    const { branchId } = reader;
+    q = q.where((eb) => ofBranchEvents(eb, branchId));
+  }
+  const row = await q.executeTakeFirst();
   return row && toLogged(row);
 }
 
@@ -250,19 +293,32 @@ export interface RecoveryWindow {
   hasta: Date;
 }
 
+/** A delivery whose event is still kept (a PING has none to keep), as a resend needs it; `ev` is `eventFields`' row. */
+const EVENT_KEPT = sql<boolean>`(e.evento = 'PING' or ev.event_data is not null)`;
+
 /**
- * One statement: a new delivery per delivery `e` that `condition` picks, sending its event again to
- * the same webhook, oldest first: the same `evento`, `evento_id` (for a PING, the PING's own id) and
- * shipment, `reenvio_de` = the original, pending and due now (the dispatcher makes its attempts). A
- * delivery whose event is no longer kept is skipped. Returns the resends with their events.
+ * One statement: a new delivery per delivery `e` that `condition` picks (at most `limit`, oldest
+ * first), sending its event again to the same webhook: the same `evento`, `evento_id` (for a PING,
+ * the PING's own id) and shipment, `reenvio_de` = the original, pending and due now (the dispatcher
+ * makes its attempts). A delivery whose event is no longer kept is skipped. Returns the resends with
+ * their events, oldest original first, and where the last original stands.
  */
-async function insertResends(trx: Transaction, condition: RawBuilder<boolean>, eventFields: EventFields): Promise<Resent[]> {
-  const result = await sql<LoggedRow & { event_data: ShipmentEventData | null; event_sequence: number | null; event_modo: Modo | null }>`
+async function insertResends(
+  trx: Transaction,
+  condition: RawBuilder<boolean>,
+  eventFields: EventFields,
+  limit: number,
+): Promise<{ resends: Resent[]; last: RecoveryPosition | undefined }> {
+  const result = await sql<
+    LoggedRow & { event_data: ShipmentEventData | null; event_sequence: number | null; event_modo: Modo | null; original_at: string }
+  >`
     with picked as (
       select e.id, e.webhook_id, e.evento_id, e.evento, e.numero_guia, e.created_at, ev.event_data, ev.event_sequence, ev.event_modo
       from entregas e
       left join lateral ${eventFields('e.evento_id')} ev on true
-      where ${condition} and (e.evento = 'PING' or ev.event_data is not null)
+      where ${condition} and ${EVENT_KEPT}
+      order by e.created_at, e.id
+      limit ${limit}
     ), ins as (
       insert into entregas (id, webhook_id, evento_id, evento, numero_guia, reenvio_de, es_reenvio, proximo_intento_en)
       select gen_random_uuid(), webhook_id, coalesce(evento_id, id), evento, numero_guia, id, true, now()
@@ -270,14 +326,16 @@ async function insertResends(trx: Transaction, condition: RawBuilder<boolean>, e
       returning id, evento, exitoso, status_code, intentos, ultimo_intento_en, created_at, estado, evento_id, numero_guia, reenvio_de,
         created_at::text as at
     )
-    select ins.*, picked.event_data, picked.event_sequence, picked.event_modo
+    select ins.*, picked.event_data, picked.event_sequence, picked.event_modo, picked.created_at::text as original_at
     from ins join picked on picked.id = ins.reenvio_de
     order by picked.created_at, picked.id
   `.execute(trx);
-  return result.rows.map((r) => ({
+  const resends = result.rows.map((r) => ({
     ...toLogged(r),
     event: r.event_data === null || r.event_modo === null ? null : { data: r.event_data, sequence: r.event_sequence, modo: r.event_modo },
   }));
+  const last = result.rows[result.rows.length - 1];
+  return { resends, last: last && last.reenvio_de !== null ? { at: last.original_at, id: last.reenvio_de } : undefined };
 }
 
 /**
@@ -285,26 +343,58 @@ async function insertResends(trx: Transaction, condition: RawBuilder<boolean>, e
  * when its event is no longer kept. Run it in the transaction that holds the webhook's lock.
  */
 export async function insertResend(trx: Transaction, webhookId: string, id: string, eventFields: EventFields): Promise<Resent | undefined> {
-  const [resent] = await insertResends(trx, sql<boolean>`e.webhook_id = ${webhookId} and e.id = ${id}`, eventFields);
-  return resent;
+  const { resends } = await insertResends(trx, sql<boolean>`e.webhook_id = ${webhookId} and e.id = ${id}`, eventFields, 1);
+  return resends[0];
+}
+
+/** Where a recovery stands in its window: the last original it resent, in (createdAt, id) order. */
+export interface RecoveryPosition {
+  /** createdAt as Postgres writes it (microseconds). */
+  at: string;
+  id: string;
 }
 
 /**
- * Resends every `fallida` delivery of the webhook created in the window that is not itself a resend
- * and has no resend yet. Run it in the transaction that holds the webhook's lock (`lockWebhook`): a
- * second recovery of the same webhook waits for this one's commit, and its own statement then sees
- * these resends, so it resends none of them again.
+ * What a recovery resends (extensions.md): the webhook's `fallida` deliveries created in the window
+ * that are not resends and have none yet, after `after` when given. Walks the partial index of
+ * unsuccessful deliveries (webhook_id, estado, created_at, id), a resend found by
+ * entregas_reenvio_de_idx.
  */
-export async function insertRecoveryResends(trx: Transaction, webhookId: string, window: RecoveryWindow, eventFields: EventFields): Promise<Resent[]> {
-  return insertResends(
-    trx,
-    sql<boolean>`e.webhook_id = ${webhookId}
+function recoverable(webhookId: string, window: RecoveryWindow, after: RecoveryPosition | undefined): RawBuilder<boolean> {
+  return sql<boolean>`e.webhook_id = ${webhookId}
       and e.estado = 'fallida'
       and not e.es_reenvio
       and e.created_at >= ${window.desde} and e.created_at < ${window.hasta}
-      and not exists (select 1 from entregas r where r.reenvio_de = e.id)`,
-    eventFields,
-  );
+      and not exists (select 1 from entregas r where r.reenvio_de = e.id)
+      ${after === undefined ? sql`` : sql`and (e.created_at, e.id) > (${after.at}::timestamptz, ${after.id}::uuid)`}`;
+}
+
+/**
+ * Resends the oldest `limit` deliveries a recovery of the window takes (after `after`, the last of
+ * the batch before), in one statement. Run it in the transaction that holds the webhook's lock
+ * (`lockWebhook`): a recovery of the same webhook running at once waits for this batch's commit, and
+ * its own statement then sees these resends, so it resends none of them again.
+ */
+export async function insertRecoveryResends(
+  trx: Transaction,
+  webhookId: string,
+  window: RecoveryWindow,
+  eventFields: EventFields,
+  limit: number,
+  after: RecoveryPosition | undefined,
+): Promise<{ resends: Resent[]; last: RecoveryPosition | undefined }> {
+  return insertResends(trx, recoverable(webhookId, window, after), eventFields, limit);
+}
+
+/** How many deliveries a recovery of the window would still resend: its answer's `pendientes`. */
+export async function countRecoverable(db: Db, webhookId: string, window: RecoveryWindow, eventFields: EventFields): Promise<number> {
+  const { rows } = await sql<{ n: string }>`
+    select count(*) as n
+    from entregas e
+    left join lateral ${eventFields('e.evento_id')} ev on true
+    where ${recoverable(webhookId, window, undefined)} and ${EVENT_KEPT}
+  `.execute(db);
+  return Number(rows[0]?.n ?? 0);
 }
 
 // ---- the portal's summaries ------------------------------------------------------------------------

@@ -10,28 +10,42 @@ import {
   deliveriesOfShipment,
   findLoggedDelivery,
   hourlyDeliveries,
+  countRecoverable,
   insertRecoveryResends,
   insertResend,
   listDeliveryLog,
   pendingDeliveriesByMode,
+  type LoggedDelivery,
+  type LogReader,
+  type RecoveryPosition,
   type RecoveryWindow,
   type Resent,
 } from './delivery.repository';
 import { encodeLogCursor, parseInstant, parseLogQuery } from './delivery-log.query';
 import { presentDelivery, presentLogged } from './delivery.presenter';
+import { resendWindowId } from './resend.limiter';
 
-type Deps = Pick<GatewayDeps, 'db' | 'logger' | 'resendRelay'>;
+type Deps = Pick<GatewayDeps, 'db' | 'logger' | 'resendRelay' | 'resendLimiter'>;
 
 /** The longest window of a recovery (extensions.md). */
 export const MAX_RECOVERY_MS = 14 * 24 * 3600 * 1000;
 
 // ---- the delivery log ------------------------------------------------------------------------------
 
-/** Every delivery of one webhook, newest first, filtered and paged. */
+/**
+ * Whose deliveries of webhook `w` the scope sees: a branch reading a company webhook's log sees only
+ * its own branch's events (other branches' shipments and their receivers' answers are not its to
+ * see, extensions.md); its own webhook's and the head account's, every one.
+ */
+export function logReaderOf(scope: CompanyScope, w: Pick<Webhook, 'sucursal_id'>): LogReader {
+  return scope.sucursalId !== null && w.sucursal_id === null ? { branchId: scope.sucursalId } : 'all';
+}
+
+/** Every delivery of one webhook that the scope sees, newest first, filtered and paged. */
 export async function deliveryLog(deps: Deps, scope: CompanyScope, id: string, query: Record<string, unknown>) {
   const { limit, after, filters } = parseLogQuery(query);
   const w = await requireWebhook(deps.db, scope, id);
-  const rows = await listDeliveryLog(deps.db, w.id, filters, limit + 1, after);
+  const rows = await listDeliveryLog(deps.db, w.id, filters, limit + 1, after, logReaderOf(scope, w));
   const page = rows.slice(0, limit);
   const attempts = await attemptsOf(
     deps.db,
@@ -44,10 +58,10 @@ export async function deliveryLog(deps: Deps, scope: CompanyScope, id: string, q
   };
 }
 
-/** One delivery of the webhook, with its attempts. */
+/** One delivery of the webhook that the scope sees, with its attempts. */
 export async function deliveryDetail(deps: Deps, scope: CompanyScope, id: string, entregaId: string) {
   const w = await requireWebhook(deps.db, scope, id);
-  const d = isUuid(entregaId) ? await findLoggedDelivery(deps.db, w.id, entregaId) : undefined;
+  const d = isUuid(entregaId) ? await findLoggedDelivery(deps.db, w.id, entregaId, logReaderOf(scope, w)) : undefined;
   if (!d) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
   const attempts = await attemptsOf(deps.db, [d.id]);
   return presentLogged(d, attempts.get(d.id) ?? []);
@@ -69,20 +83,37 @@ function firstAttempt(w: Webhook, d: Resent, requestId: string): DeliveryJob {
 }
 
 /**
+ * The delivery to resend and its webhook, or the refusal, in the order the API gives them: checked
+ * alike before the hour's count and under the lock.
+ */
+function resendable<W extends Pick<Webhook, 'activo'>>(webhook: W | undefined, original: LoggedDelivery | undefined): { webhook: W; original: LoggedDelivery } {
+  if (!webhook || !original) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
+  if (!webhook.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
+  if (original.estado === 'pendiente') throw new AppError('DELIVERY_PENDING', 'the delivery still has attempts left');
+  return { webhook, original };
+}
+
+/**
  * Sends a delivery's event again to its webhook, now, with the webhook's current URL and secret: a
  * new delivery (new id) with the same event, `reenvioDe` = the original, and the usual attempts.
- * Written under the webhook's lock (so it sees `activo` as it is, and a concurrent recovery sees it),
- * with its entry in the activity log (`usuario`: who asked), then its first attempt is queued.
+ * At most RESENDS_PER_HOUR of one event to one webhook per sliding hour (429 RESEND_LIMIT_EXCEEDED
+ * with `Retry-After`), counted only for a resend that would be made (checked once before, so a
+ * refused one costs none of the hour's). Written under the webhook's lock (so it sees `activo` as
+ * it is, and a concurrent recovery sees it), with its entry in the activity log (`usuario`: who
+ * asked), then its first attempt is queued.
  */
 export async function resendDelivery(deps: Deps, scope: CompanyScope, id: string, entregaId: string, requestId: string, usuario: string) {
   const w = await requireWebhook(deps.db, scope, id);
   if (!isUuid(entregaId)) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
+  const { original: seen } = resendable(w, await findLoggedDelivery(deps.db, w.id, entregaId));
+  const hour = await deps.resendLimiter.take(resendWindowId(w.id, seen.eventoId ?? seen.id));
+  if (!hour.allowed) {
+    throw new AppError('RESEND_LIMIT_EXCEEDED', `this event was resent to this webhook ${hour.limit} times in the last hour`, {
+      'Retry-After': String(hour.retryAfterSeconds),
+    });
+  }
   const resent = await deps.db.transaction().execute(async (trx) => {
-    const locked = await lockWebhook(trx, scope.empresaId, w.id);
-    const original = await findLoggedDelivery(trx, w.id, entregaId);
-    if (!locked || !original) throw new AppError('NOT_FOUND', 'no such delivery of this webhook');
-    if (!locked.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
-    if (original.estado === 'pendiente') throw new AppError('DELIVERY_PENDING', 'the delivery still has attempts left');
+    const { webhook: locked, original } = resendable(await lockWebhook(trx, scope.empresaId, w.id), await findLoggedDelivery(trx, w.id, entregaId));
     const made = await insertResend(trx, w.id, original.id, eventFields);
     if (!made) throw new AppError('NOT_FOUND', 'the event of this delivery is no longer kept');
     await recordActivity(trx, {
@@ -110,37 +141,66 @@ export function recoveryWindow(body: RecoveryRequest, now: Date): RecoveryWindow
 }
 
 /**
- * Resends every failed delivery of the webhook created in the window that is not a resend and has
- * none yet. The resends are written in one statement under the webhook's lock, so two recoveries
- * of the same window, even at once, resend each delivery once; the answer comes as soon as they are
- * committed, and their first attempts are queued in batches behind it (`ResendRelay`). The recovery
- * is in the activity log (`usuario`: who asked) with its window and count, in the same transaction.
+ * Deliveries a recovery resends per statement, each batch in a transaction of its own: one batch
+ * holds the webhook's lock for a few milliseconds (a resend by hand or another recovery waits no
+ * longer), and its rows and jobs are a bounded piece of memory.
+ */
+export const RECOVERY_BATCH_SIZE = 500;
+/**
+ * Deliveries one `recuperar` call resends at most; the answer's `pendientes` says how many are left
+ * for the next call. 2,000 keeps an answer within a second or so and the gateway's memory bounded
+ * whatever the window holds (a 14-day outage may have left hundreds of thousands).
+ */
+export const RECOVERY_CALL_LIMIT = 2000;
+
+/**
+ * Resends the failed deliveries of the webhook created in the window that are not resends and have
+ * none yet, oldest first, at most RECOVERY_CALL_LIMIT per call, in batches of RECOVERY_BATCH_SIZE.
+ * Each batch is one statement in its own transaction under the webhook's lock: it is written whole
+ * or not at all, and two recoveries of the same window, even at once, resend each delivery once.
+ * Each batch's first attempts are queued behind its commit (`ResendRelay`) while the next is
+ * written. The transaction of the call's last batch also counts what is left (`pendientes`) and
+ * writes the recovery into the activity log (`usuario`: who asked) with its window and count; a
+ * webhook deactivated between two batches ends the call there.
  */
 export async function recoverDeliveries(deps: Deps, scope: CompanyScope, id: string, body: RecoveryRequest, now: Date, requestId: string, usuario: string) {
   const window = recoveryWindow(body, now);
   const w = await requireWebhook(deps.db, scope, id);
-  const resends = await deps.db.transaction().execute(async (trx) => {
-    const locked = await lockWebhook(trx, scope.empresaId, w.id);
-    if (!locked) throw new AppError('NOT_FOUND', 'no such webhook');
-    if (!locked.activo) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
-    const made = await insertRecoveryResends(trx, w.id, window, eventFields);
-    await recordActivity(trx, {
-      empresaId: scope.empresaId,
-      usuario,
-      accion: 'deliveries.recovered',
-      sucursalId: locked.sucursal_id,
-      webhookId: w.id,
-      detalle: { desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), reenviadas: made.length },
+  let reenviadas = 0;
+  let after: RecoveryPosition | undefined;
+  let pendientes: number | undefined;
+  for (let batch = 0; pendientes === undefined; batch++) {
+    const take = Math.min(RECOVERY_BATCH_SIZE, RECOVERY_CALL_LIMIT - reenviadas);
+    const written = await deps.db.transaction().execute(async (trx) => {
+      const locked = await lockWebhook(trx, scope.empresaId, w.id);
+      if (!locked) throw new AppError('NOT_FOUND', 'no such webhook');
+      if (!locked.activo && batch === 0) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
+      const made = locked.activo ? await insertRecoveryResends(trx, w.id, window, eventFields, take, after) : { resends: [], last: undefined };
+      const total = reenviadas + made.resends.length;
+      // The call ends with this batch: the window is done, the call's share is, or the webhook was deactivated.
+      if (made.resends.length === take && total < RECOVERY_CALL_LIMIT && locked.activo) return { made, left: undefined };
+      const left = await countRecoverable(trx, w.id, window, eventFields);
+      await recordActivity(trx, {
+        empresaId: scope.empresaId,
+        usuario,
+        accion: 'deliveries.recovered',
+        sucursalId: locked.sucursal_id,
+        webhookId: w.id,
+        detalle: { desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), reenviadas: total },
+      });
+      return { made, left };
     });
-    return made;
-  });
-  // Answered now; the jobs follow in batches.
-  if (resends.length > 0) void deps.resendRelay.enqueue(resends.map((d) => firstAttempt(w, d, requestId)));
+    // Queued behind the commit, while the next batch is written; never rejects (see ResendRelay).
+    if (written.made.resends.length > 0) void deps.resendRelay.enqueue(written.made.resends.map((d) => firstAttempt(w, d, requestId)));
+    reenviadas += written.made.resends.length;
+    after = written.made.last ?? after;
+    pendientes = written.left;
+  }
   deps.logger.info(
-    { webhookId: w.id, reenviadas: resends.length, desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), requestId },
+    { webhookId: w.id, reenviadas, pendientes, desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), requestId },
     'deliveries recovered',
   );
-  return { reenviadas: resends.length };
+  return { reenviadas, pendientes };
 }
 
 // ---- the customer portal's views (portal.md) ---------------------------------------------------------

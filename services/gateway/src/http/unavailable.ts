@@ -1,6 +1,8 @@
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN']);
-// Postgres: admin shutdown, crash shutdown, cannot connect now, too many connections.
-const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
+// Postgres: admin shutdown, crash shutdown, cannot connect now, too many connections, and a
+// statement cancelled (DB_STATEMENT_TIMEOUT_MS ran out, or an operator cancelled it): its
+// transaction is rolled back, so the request wrote nothing and may be retried.
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006', '57014']);
 
 /** True for errors that mean Postgres or Redis cannot be reached (answered 503, not 500). */
 export function isUnavailableError(err: unknown): boolean {

@@ -69,11 +69,16 @@ export class RateLimiter {
   private readonly instance = randomBytes(6).toString('base64url');
   private waiting: Waiting[] = [];
 
+  /**
+   * `keyspace` names the windows' keys, `{prefix}:{keyspace}:{id}`: `rl` (a token's or a portal
+   * session's requests; stored data, never renamed) unless a limiter of other things says its own.
+   */
   constructor(
     redis: RedisClient,
     private readonly prefix: string,
     readonly limit: number,
     private readonly windowMs = WINDOW_MS,
+    private readonly keyspace = 'rl',
   ) {
     if (!('svcSlidingWindow' in redis)) {
       redis.defineCommand('svcSlidingWindow', { numberOfKeys: 2, lua: SLIDING_WINDOW });
@@ -81,10 +86,11 @@ export class RateLimiter {
     this.redis = redis as RedisWithScript;
   }
 
-  async hit(tokenId: string, revokedKey: string): Promise<RateDecision> {
+  /** Counts one hit in `id`'s window, unless `revokedKey` (a token's revocation mark) exists. */
+  async hit(id: string, revokedKey: string): Promise<RateDecision> {
     // A unique member per request: two requests in the same millisecond are two entries.
     const member = `${this.instance}:${(this.seq = (this.seq + 1) % Number.MAX_SAFE_INTEGER)}`;
-    const [allowed, count, first, now] = await this.run(`${this.prefix}:rl:${tokenId}`, revokedKey, member);
+    const [allowed, count, first, now] = await this.run(`${this.prefix}:${this.keyspace}:${id}`, revokedKey, member);
     if (allowed === -1) {
       return { revoked: true, allowed: false, limit: this.limit, remaining: 0, resetSeconds: 0, retryAfterSeconds: 0 };
     }
@@ -97,6 +103,14 @@ export class RateLimiter {
       resetSeconds: Math.ceil(freesAt / 1000),
       retryAfterSeconds: Math.max(1, Math.ceil((freesAt - now) / 1000)),
     };
+  }
+
+  /**
+   * Counts one hit in `id`'s window, which no revocation ends: the script's revocation key is one
+   * that nothing writes (`{prefix}:{keyspace}:-`, in the prefix's slot on a cluster as the window's).
+   */
+  take(id: string): Promise<RateDecision> {
+    return this.hit(id, `${this.prefix}:${this.keyspace}:-`);
   }
 
   /**

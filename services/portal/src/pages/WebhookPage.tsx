@@ -236,6 +236,18 @@ function queryString(f: Filters, modo: Modo, cursor: string | null): string {
   return p.toString();
 }
 
+/** A recovery's answer: how many deliveries it resent, how many of the window are left. */
+interface Recovered {
+  reenviadas: number;
+  pendientes: number;
+}
+
+function recoveredText({ reenviadas, pendientes }: Recovered): string {
+  const sent = reenviadas === 1 ? 'Se reenvió 1 entrega fallida.' : `Se reenviaron ${reenviadas} entregas fallidas.`;
+  if (pendientes === 0) return sent;
+  return `${sent} ${pendientes === 1 ? 'Queda 1 por reenviar' : `Quedan ${pendientes} por reenviar`}: se reenvían hasta 2000 cada vez.`;
+}
+
 /** **Entregas**: the webhook's deliveries, newest first, filtered, a page at a time (**Cargar más**). */
 function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
   const queryClient = useQueryClient();
@@ -243,7 +255,8 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
   const [filters, setFilters] = useState<Filters>({ estado: '', evento: '', desde: '', hasta: '' });
   const [recovering, setRecovering] = useState(false);
   const [span, setSpan] = useState({ desde: isoToGuatemalaInput(new Date(Date.now() - 24 * 3600_000)), hasta: '' });
-  const [recovered, setRecovered] = useState('');
+  // What the recovery of `span` has resent so far (over its calls) and what is left for another call.
+  const [recovered, setRecovered] = useState<Recovered | null>(null);
   const log = useInfiniteQuery({
     queryKey: ['entregas', webhookId, modo, filters],
     queryFn: ({ pageParam }) => api<EntregasPage>('GET', `/webhooks/${webhookId}/entregas?${queryString(filters, modo, pageParam)}`),
@@ -252,15 +265,17 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
     // While a delivery still has attempts left, the log follows it.
     refetchInterval: (q) => (q.state.data?.pages.some((p) => p.entregas.some((e) => e.estado === 'pendiente')) ? 2_000 : false),
   });
+  // One call resends at most 2,000 (the oldest first) and says how many are left: **Continuar** makes
+  // the next call over the same window, adding to what the first ones resent.
   const recover = useMutation({
-    mutationFn: () => {
+    mutationFn: (_continuing: boolean) => {
       const desde = guatemalaInputToIso(span.desde);
       const hasta = guatemalaInputToIso(span.hasta);
-      return api<{ reenviadas: number }>('POST', `/webhooks/${webhookId}/recuperar?modo=${modo}`, { desde: desde ?? span.desde, ...(hasta ? { hasta } : {}) });
+      return api<Recovered>('POST', `/webhooks/${webhookId}/recuperar?modo=${modo}`, { desde: desde ?? span.desde, ...(hasta ? { hasta } : {}) });
     },
-    onSuccess: (r) => {
+    onSuccess: (r, continuing) => {
       setRecovering(false);
-      setRecovered(r.reenviadas === 1 ? 'Se reenvió 1 entrega fallida.' : `Se reenviaron ${r.reenviadas} entregas fallidas.`);
+      setRecovered((before) => ({ reenviadas: (continuing && before ? before.reenviadas : 0) + r.reenviadas, pendientes: r.pendientes }));
       void queryClient.invalidateQueries({ queryKey: ['entregas', webhookId] });
     },
   });
@@ -277,7 +292,7 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
             className="btn btn-secondary"
             onClick={() => {
               recover.reset();
-              setRecovered('');
+              setRecovered(null);
               setRecovering(true);
             }}
           >
@@ -315,7 +330,15 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
           <input id={`${id}-hasta`} type="datetime-local" value={filters.hasta} onChange={set('hasta')} />
         </div>
       </form>
-      {recovered && <Status>{recovered}</Status>}
+      {recovered && (
+        <div className="recovered">
+          <Status>{recoveredText(recovered)}</Status>
+          {recovered.pendientes > 0 && (
+            <ActionButton busy={recover.isPending} label="Continuar" busyLabel="Reenviando…" onClick={() => recover.mutate(true)} variant="secondary" />
+          )}
+          {!recovering && <Alert error={recover.error} />}
+        </div>
+      )}
       {log.isPending ? (
         <Loading what="las entregas" />
       ) : log.isError && rows.length === 0 ? (
@@ -367,12 +390,12 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
         open={recovering}
         title="Recuperar entregas fallidas"
         confirmLabel="Recuperar"
-        onConfirm={() => recover.mutate()}
+        onConfirm={() => recover.mutate(false)}
         onCancel={() => setRecovering(false)}
         busy={recover.isPending}
         error={recover.error}
       >
-        <p>Se reenvían las entregas fallidas creadas en el intervalo (hasta 14 días) que no se hayan reenviado ya.</p>
+        <p>Se reenvían las entregas fallidas creadas en el intervalo (hasta 14 días) que no se hayan reenviado ya, las más antiguas primero y hasta 2000 cada vez.</p>
         <div className="field">
           <label htmlFor={`${id}-r-desde`}>Desde</label>
           <input id={`${id}-r-desde`} type="datetime-local" required value={span.desde} onChange={(e) => setSpan((w) => ({ ...w, desde: e.target.value }))} />
