@@ -6,6 +6,7 @@ import { createWebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
 import { createAdminApp, createApp } from './app';
 import { answerClientErrors } from './http/client-error.handler';
+import { isUnavailableError } from './http/unavailable';
 import type { GatewayDeps } from './deps';
 import { TokenCache } from './auth/token-cache';
 import { AdminAuthLimiter } from './auth/admin-auth.limiter';
@@ -55,9 +56,14 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
 
   try {
     const { pool, db } = openDatabase(config, 'gateway', undo);
-    // Before anything serves: a webhook's secret must open, and none may stay in plaintext.
+    // Before anything serves: a webhook's secret must open, and none may stay in plaintext. The
+    // gateway still starts while Postgres is away (it answers 503 until it is back): the upkeep
+    // below does the same pass every minute, and a secret that does not open is never used.
     const secrets = createSecretBox(config.secretsKeys);
-    await prepareSecretsAtRest(db, secrets, logger);
+    await prepareSecretsAtRest(db, secrets, logger).catch((err: unknown) => {
+      if (!isUnavailableError(err)) throw err;
+      logger.warn({ err: { message: (err as Error).message } }, 'Postgres is unreachable: the webhook secrets pass waits for the secrets upkeep');
+    });
 
     const redis = await connectRedis(config, 'commands', undo, 'redis'); // the request path: a 503, not a wait
     const subscriber = await connectRedis(config, 'subscriber', undo, 'redis subscriber');
