@@ -13,6 +13,14 @@ import { oldestOverdueAge } from './deliveries/delivery.repository';
 import { oldestUnfannedAge } from './outbox/outbox.repository';
 import { createPostgresWatch } from './support/postgres-watch';
 
+/**
+ * Jobs the delivery worker takes per send slot. Each of its jobs holds its send (a dead endpoint's
+ * for the 5 s deadline), so with one job per slot a saturated pool left none free and a due retry
+ * waited in the queue for one. The slots still bound the sends; the jobs beyond them only wait in
+ * the limiter or are deferred.
+ */
+const DELIVERY_JOBS_PER_SLOT = 2;
+
 const isUnrecoverable = (err: Error): boolean => err instanceof UnrecoverableError || err.name === 'UnrecoverableError';
 
 export interface RunningDispatcher {
@@ -109,7 +117,8 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     // Workers take `unknown` payloads: each processor checks its job against the catalog first.
     // An event's job makes its deliveries' first attempts, so it takes as many events at once as
     // there are send slots; the events taken together are fanned out in one statement. The
-    // deliveries queue holds retries and deferrals only; both workers share the slots (the limiter).
+    // deliveries queue holds retries and deferrals only; both workers share the slots (the limiter),
+    // the delivery worker with jobs to spare for a due retry when sends hold the others (above).
     const fanOutWorker = new Worker<unknown, number>(JOBS.shipmentEvent.queue, (job) => fanOut.process(job), {
       ...workerOptions,
       connection: eventWorkerRedis,
@@ -118,7 +127,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     const deliveryWorker = new Worker<unknown>(JOBS.delivery.queue, (job, token) => deliveries.deliverJob(job, token), {
       ...workerOptions,
       connection: deliveryWorkerRedis,
-      concurrency: config.concurrency,
+      concurrency: config.concurrency * DELIVERY_JOBS_PER_SLOT,
     });
     for (const [name, worker] of [
       ['fan-out', fanOutWorker],

@@ -4,10 +4,11 @@
  *
  * BullMQ's open-source worker has one concurrency for the whole queue (per-group limits are a
  * BullMQ Pro feature), so the sharing is done here, around the send only: each worker (events,
- * whose jobs make first attempts, and deliveries, retries) still takes `DISPATCHER_CONCURRENCY`
- * jobs at once, and a send whose webhook has no room either waits here for a few milliseconds (a
- * healthy, fast webhook's slot frees soon) or is put in the deliveries queue's delayed set until
- * its estimated turn (the caller does that, without spending an attempt).
+ * whose jobs make first attempts, and deliveries, retries) still takes its own jobs at once
+ * (`DISPATCHER_CONCURRENCY`, twice that for deliveries), and a send whose webhook has no room
+ * either waits here for a few milliseconds (a healthy, fast webhook's slot frees soon) or is put in
+ * the deliveries queue's delayed set until its estimated turn (the caller does that, without
+ * spending an attempt).
  *
  * The rules, each for a reason:
  * - A company holds at most `perCompany` slots (DISPATCHER_COMPANY_CONCURRENCY), whatever its number
@@ -343,7 +344,7 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
       // company, or other companies' degraded ones, fill) stand in this retry's way: it waits for
       // the next slot, first in line.
       if (retry && !atOwnBound(w) && (quick(w) || slowRetriesWaiting() < slowRetryWaiters)) return waitHere(id, w, true, RETRY_WAIT_MS, reason);
-      // Waiting here holds one of the worker's jobs, which are only as many as the slots: only a
+      // Waiting here holds one of the worker's jobs, which are few (one or two per slot): only a
       // healthy webhook known to be fast (its turn within maxLocalWaitMs) may wait. Measured: when
       // webhooks never seen yet could wait, a dead tenant's backlog held a healthy tenant's jobs
       // 3.5 s at p95; when waiting also had to leave the reserve free, a single busy webhook's jobs

@@ -1,9 +1,10 @@
-import { createBatch, guia } from '../../../test/support/shipment-fixtures';
-import { bearer, createCompany, type Company } from '../../../test/support/test-gateway';
-import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
-import { serviceProcess, type ServiceProcess } from '../../../test/support/service-process';
-import type { ReceivedRequest } from '../../../test/support/https-receiver';
-import { parseExposition, sampleSum, type Family } from '../../../test/support/prometheus-text';
+import { createBatch, guia } from '../support/shipment-fixtures';
+import { bearer, createCompany, type Company } from '../support/test-gateway';
+import { startDispatcherFixture, type DispatcherFixture } from '../support/test-dispatcher';
+import { serviceProcess, type ServiceProcess } from '../support/service-process';
+import type { ReceivedRequest } from '../support/https-receiver';
+import { parseExposition, sampleSum, type Family } from '../support/prometheus-text';
+import { sleep } from '../support/eventually';
 
 /**
  * Retries on time while the dispatcher is saturated by other tenants' work (issue 30): attempt 2
@@ -19,9 +20,9 @@ import { parseExposition, sampleSum, type Family } from '../../../test/support/p
  * will. The gaps are measured at the receiver, between the arrivals of one delivery's attempts, so
  * each includes the previous answer (a few ms). The dispatcher runs at the default settings in a
  * process of its own, as in production: the gateway, the receiver and this load do not share its
- * event loop.
+ * event loop. A chaos scenario rather than a unit test because it measures time: the suite runs one
+ * file at a time, so no other test shares the machine's two cores with it.
  */
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const TOLERANCE_MS = 250;
 const PROBE_HOOKS = 4;
 const PROBES = 16;
@@ -33,7 +34,7 @@ const percentile = (values: number[], p: number): number => {
 };
 const funded = { planActivo: true, creditos: 1_000_000, limiteDiario: 1_000_000 };
 
-describe('dispatcher: retries on time under load', () => {
+describe('chaos: retries on time while other tenants saturate the dispatcher', () => {
   let fx: DispatcherFixture;
   let dispatcher: ServiceProcess | undefined;
   let metricsPort = 0;
