@@ -11,6 +11,7 @@ import * as webhookVersions from './20261126090000_webhook_versions';
 import * as portal from './20261127090000_portal';
 import * as activity from './20261127120000_activity';
 import * as sealedSecrets from './20261128100000_sealed_secrets';
+import * as deferredDeliveries from './20261129090000_deferred_deliveries';
 
 /** Every migration by its timestamped name; a static list so bundlers and test runners see them. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '20261127090000_portal': portal,
   '20261127120000_activity': activity,
   '20261128100000_sealed_secrets': sealedSecrets,
+  '20261129090000_deferred_deliveries': deferredDeliveries,
 };
