@@ -1,3 +1,4 @@
+import { QUEUED_BOUND } from './reconcile/deferral.scheduler';
 import { loadSettings, type CommonSettings } from '@svc/schema';
 
 /**
@@ -27,6 +28,11 @@ export interface DispatcherConfig extends CommonSettings {
    * dead process's jobs move on after it. Default 30000.
    */
   lockDurationMs: number;
+  /**
+   * DISPATCHER_QUEUED_BOUND: waiting and delayed delivery jobs past which the deferral scheduler
+   * queues no more deferred work from Postgres (Redis runs noeviction). Default QUEUED_BOUND.
+   */
+  queuedBound: number;
   /** RECONCILE_INTERVAL_MS: how often the reconciler looks for work Redis lost. Default 10000. */
   reconcileIntervalMs: number;
   /**
@@ -53,6 +59,7 @@ export function loadDispatcherConfig(env: Record<string, string | undefined> = p
       webhookConcurrency: r.int('DISPATCHER_WEBHOOK_CONCURRENCY', Math.ceil(concurrency / 2), 1, concurrency),
       companyConcurrency: r.int('DISPATCHER_COMPANY_CONCURRENCY', Math.ceil(concurrency / 2), 1, concurrency),
       lockDurationMs: r.int('DISPATCHER_LOCK_DURATION_MS', 30_000, 1000, 600_000),
+      queuedBound: r.int('DISPATCHER_QUEUED_BOUND', QUEUED_BOUND, 1, 1_000_000),
       reconcileIntervalMs: r.int('RECONCILE_INTERVAL_MS', 10_000, 100, 3_600_000),
       reconcileGraceMs: r.int('RECONCILE_GRACE_MS', 30_000, 100, 86_400_000),
       retentionDays: r.int('RETENTION_DAYS', 30, 1, 36_500),

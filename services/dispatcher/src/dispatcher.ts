@@ -7,6 +7,7 @@ import { createFanOut } from './fan-out/fan-out.worker';
 import { createDeliveryPipeline } from './deliveries/delivery.pipeline';
 import { createDispatcherMetrics, QUEUE_STATES, type DispatcherMetrics } from './observability/dispatcher-metrics';
 import { createReconciler, type Reconciler } from './reconcile/reconciler';
+import { createDeferralScheduler } from './reconcile/deferral.scheduler';
 import { createRetention, type Retention } from './retention/retention.task';
 import { createWebhookSlots } from './deliveries/webhook-slots.limiter';
 import { oldestOverdueAge } from './deliveries/delivery.repository';
@@ -180,6 +181,10 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     });
     reconciler.start();
     undo.push('reconciler', () => reconciler.stop());
+
+    const deferrals = createDeferralScheduler({ db, deliveryQueue, logger, queuedBound: config.queuedBound });
+    deferrals.start();
+    undo.push('deferral scheduler', () => deferrals.stop());
 
     const retention = createRetention({
       db,

@@ -141,6 +141,8 @@ export interface EntregasTable {
   ultimo_intento_en: NullableTimestamp;
   /** When the next attempt of a pending delivery is due; null once it has ended. */
   proximo_intento_en: NullableTimestamp;
+  /** Its next attempt was deferred (no free slot) and waits here, with no job in Redis. */
+  diferida: Generated<boolean>;
   /** The shipment of the event; null for a PING. */
   numero_guia: string | null;
   /** The delivery this one resends; null otherwise. */

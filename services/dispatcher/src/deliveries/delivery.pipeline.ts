@@ -23,8 +23,8 @@ export interface EventDeliveries {
 export interface DeliveryPipeline {
   /**
    * The delivery worker's processor: one attempt of the job's delivery. A job whose webhook has no
-   * free slot goes back to the delayed set until its turn and BullMQ's DelayedError is thrown:
-   * neither the job's attempts nor the delivery's are spent.
+   * free slot ends with its due time recorded; the deferral scheduler queues it again from
+   * Postgres at its turn: neither the job's attempts nor the delivery's are spent.
    */
   deliverJob(job: Job<unknown>, token?: string): Promise<DeliveryStep>;
   /**

@@ -118,9 +118,10 @@ export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], 
       -- created_at, by which the delivery log is ordered (newest first), is when the first attempt
       -- was made: the statement's own time is one for the whole batch, and the fan-out batches
       -- events a few ms apart (its record waits for company), so a later event's delivery could be
-      -- listed after an earlier one's. A deferred delivery, with no attempt yet, takes the statement's.
-      insert into entregas (id, webhook_id, evento_id, evento, numero_guia, estado, exitoso, status_code, intentos, ultimo_intento_en, proximo_intento_en, created_at)
-      select v.id, v.webhook_id, v.evento_id, v.evento, v.numero_guia, v.estado, v.estado = 'exitosa', v.status_code, v.intentos, v.at, v.next_at, coalesce(v.at, now())
+      -- listed after an earlier one's. A deferred delivery, with no attempt yet, takes the statement's,
+      -- and is marked diferida: it has no job, the deferral scheduler queues it when due.
+      insert into entregas (id, webhook_id, evento_id, evento, numero_guia, estado, exitoso, status_code, intentos, ultimo_intento_en, proximo_intento_en, diferida, created_at)
+      select v.id, v.webhook_id, v.evento_id, v.evento, v.numero_guia, v.estado, v.estado = 'exitosa', v.status_code, v.intentos, v.at, v.next_at, v.intentos = 0, coalesce(v.at, now())
       from v
       -- A webhook deleted since the routes were read gets no row (its foreign key would fail the
       -- batch). A lateral that is not flattened: a plain semi-join planned on a few webhooks kept
@@ -223,7 +224,7 @@ export interface OverdueDelivery {
  */
 export async function claimOverdue(db: Db, graceMs: number, limit: number): Promise<OverdueDelivery[]> {
   const grace = sql`make_interval(secs => ${graceMs / 1000})`;
-  const result = await sql<{ id: string; webhook_id: string; evento_id: string; evento: EventName; intentos: number; es_reenvio: boolean; created_at: Date }>`
+  const result = await sql<OverdueRow>`
     update entregas set proximo_intento_en = now() + ${grace}
     where id in (
       select id from entregas
@@ -234,14 +235,46 @@ export async function claimOverdue(db: Db, graceMs: number, limit: number): Prom
     )
     returning id, webhook_id, evento_id, evento, intentos, es_reenvio, created_at
   `.execute(db);
-  return result.rows.map((r) => ({
-    deliveryId: r.id,
-    webhookId: r.webhook_id,
-    eventId: r.evento_id,
-    event: r.evento,
-    attempt: r.intentos + 1,
-    resentAt: r.es_reenvio ? r.created_at : null,
-  }));
+  return result.rows.map(overdueOf);
+}
+
+interface OverdueRow {
+  id: string;
+  webhook_id: string;
+  evento_id: string;
+  evento: EventName;
+  intentos: number;
+  es_reenvio: boolean;
+  created_at: Date;
+}
+
+const overdueOf = (r: OverdueRow): OverdueDelivery => ({
+  deliveryId: r.id,
+  webhookId: r.webhook_id,
+  eventId: r.evento_id,
+  event: r.evento,
+  attempt: r.intentos + 1,
+  resentAt: r.es_reenvio ? r.created_at : null,
+});
+
+/**
+ * Claims up to `limit` deferred deliveries now due, oldest first, clearing their mark: from here
+ * their jobs are Redis's work, and if Redis loses them the reconciler queues them once overdue.
+ * Rows locked by another dispatcher's scheduler are skipped.
+ */
+export async function claimDeferred(db: Db, limit: number): Promise<OverdueDelivery[]> {
+  const result = await sql<OverdueRow>`
+    update entregas set diferida = false
+    where id in (
+      select id from entregas
+      where estado = 'pendiente' and diferida and proximo_intento_en <= now() and evento_id is not null
+      order by proximo_intento_en
+      limit ${limit}
+      for update skip locked
+    )
+    returning id, webhook_id, evento_id, evento, intentos, es_reenvio, created_at
+  `.execute(db);
+  return result.rows.map(overdueOf);
 }
 
 /** Age in seconds of the most overdue pending delivery (0 when none is due): a gauge. */
@@ -265,14 +298,15 @@ export interface Postponement {
 
 /**
  * Moves the due time of pending deliveries whose next attempt waits for its webhook's turn, in one
- * statement: the record keeps saying when the attempt is owed, so the reconciler and the overdue
+ * statement, and marks them deferred: their jobs end, and the deferral scheduler queues them again
+ * once due. The record keeps saying when the attempt is owed, so the reconciler and the overdue
  * gauge count a delivery late only once that time has passed. An attempt already made meanwhile
  * (a duplicate run) leaves its row alone.
  */
 export async function postponeDeliveries(db: Db, postponed: readonly Postponement[]): Promise<void> {
   if (postponed.length === 0) return;
   await sql`
-    update entregas as e set proximo_intento_en = v.at
+    update entregas as e set proximo_intento_en = v.at, diferida = true
     from unnest(
       ${sql.val(postponed.map((p) => p.id))}::uuid[],
       ${sql.val(postponed.map((p) => p.attempt))}::int[],

@@ -28,7 +28,7 @@ interface Underway {
   target: WebhookTarget;
   /** `new`: no row yet (an event's first attempt; the record inserts it). `existing`: the record updates it. */
   row: 'new' | 'existing';
-  /** The delivery's own job, which a deferral moves back to the delayed set; null when it has none. */
+  /** The delivery's own job (a deferral just ends it); null when it has none. */
   ownJob: OwnJob | null;
 }
 

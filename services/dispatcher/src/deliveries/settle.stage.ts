@@ -1,28 +1,19 @@
-import { DelayedError } from 'bullmq';
 import { bulkJobs, JOBS, type DeliveryJob } from '@svc/schema';
 import type { DeliveryContext } from './delivery.context';
 import type { DeliveryStep, Recorded } from './delivery.states';
 
 /**
  * Stage four, once the record stands: a made attempt's metrics and log line, and its next
- * attempt's job; a deferred attempt's job at its webhook's turn. An attempt another run recorded
+ * attempt's job; a deferred attempt only ends its job (the deferral scheduler queues it when due). An attempt another run recorded
  * first settles as that run's: nothing more is done here.
  */
 export async function settle(ctx: DeliveryContext, recorded: Recorded): Promise<DeliveryStep> {
   if (!recorded.recorded) return 'duplicate';
   const { delivery } = recorded;
 
-  if (recorded.stage === 'deferred') {
-    if (recorded.ownJob === null) {
-      await queueAttempt(ctx, delivery, recorded.until);
-      return 'deferred';
-    }
-    // Its own job goes back to the delayed set until its turn (which takes the worker's lock);
-    // DelayedError tells BullMQ so, spending none of the job's attempts.
-    const { job, token } = recorded.ownJob;
-    await job.moveToDelayed(recorded.until, token);
-    throw new DelayedError();
-  }
+  // A deferred attempt waits in Postgres, not Redis: its due time is recorded and its job (if any)
+  // ends here; the deferral scheduler queues it again when it falls due (issue 28).
+  if (recorded.stage === 'deferred') return 'deferred';
 
   const { outcome, endedAt, record } = recorded;
   const fields = {

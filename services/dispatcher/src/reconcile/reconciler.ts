@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { createPeriodicTask, type Logger } from '@svc/observability';
 import { bulkJobs, deliveryJobOf, JOBS, type Db, type DeliveryJob, type JobContract, type ShipmentEventJob } from '@svc/schema';
-import { claimOverdue } from '../deliveries/delivery.repository';
+import { claimOverdue, type OverdueDelivery } from '../deliveries/delivery.repository';
 import { findEvents, lockUnfanned } from '../outbox/outbox.repository';
 import { findWebhookModes } from '../webhooks/webhook.repository';
 
@@ -33,6 +33,53 @@ export interface ReconcilerOptions {
 const BATCH_SIZE = 500;
 
 type Entry<P> = ReturnType<typeof bulkJobs<P>>[number];
+
+/** One claim of rows and the jobs queued for them. */
+export interface Pass {
+  /** Rows found due. */
+  seen: number;
+  /** Jobs added again. */
+  queued: number;
+  /** The first few deliveries queued, for a log line. */
+  deliveryIds?: string[];
+}
+
+export interface DeliveryRequeueDeps {
+  db: Db;
+  deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk' | 'getJobState' | 'remove'>;
+}
+
+/**
+ * Queues the job of each claimed delivery's next attempt under its deterministic id, unless Redis
+ * still holds it as work. Shared by the reconciler (overdue past its grace: lost work) and the
+ * deferral scheduler (deferred work, now due, that waited in Postgres).
+ */
+export async function queueClaimedDeliveries(deps: DeliveryRequeueDeps, overdue: readonly OverdueDelivery[]): Promise<Pass> {
+  const { db, deliveryQueue } = deps;
+  if (overdue.length === 0) return { seen: 0, queued: 0 };
+  const pings = overdue.filter((o) => o.event === 'PING');
+  const [events, pinged] = await Promise.all([
+    findEvents(db, [...new Set(overdue.filter((o) => o.event !== 'PING').map((o) => o.eventId))]),
+    findWebhookModes(db, [...new Set(pings.map((o) => o.webhookId))]),
+  ]);
+  const jobs: DeliveryJob[] = [];
+  for (const o of overdue) {
+    const common = { deliveryId: o.deliveryId, attempt: o.attempt, webhookId: o.webhookId, eventId: o.eventId };
+    if (o.event === 'PING') {
+      // The resend of a PING: no event row; its data is empty and its mode the webhook's.
+      const mode = pinged.get(o.webhookId);
+      if (!mode) continue;
+      jobs.push({ ...common, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode });
+      continue;
+    }
+    const event = events.get(o.eventId);
+    if (!event) continue; // its event row is gone (removed by retention): nothing to send
+    // A resend's work was committed when it was made.
+    jobs.push({ ...deliveryJobOf(event, o), committedAt: o.resentAt?.toISOString() ?? event.committedAt });
+  }
+  const n = await requeue(deliveryQueue, JOBS.delivery, jobs);
+  return { seen: overdue.length, queued: n, deliveryIds: jobs.slice(0, 20).map((j) => j.deliveryId) };
+}
 
 /**
  * Queues again the entries whose job Redis no longer holds as work: a job that is missing (Redis
@@ -71,13 +118,6 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   // runOnce is a function declaration (hoisted): the task may name it before its text.
   const task = createPeriodicTask({ name: 'reconciler', logger, intervalMs, run: runOnce });
 
-  interface Pass {
-    /** Rows found late. */
-    seen: number;
-    /** Jobs added again. */
-    queued: number;
-  }
-
   async function eventsPass(): Promise<Pass> {
     return db.transaction().execute(async (trx) => {
       const events = await lockUnfanned(trx, graceMs, batchSize);
@@ -92,34 +132,12 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   }
 
   async function deliveriesPass(): Promise<Pass> {
-    const overdue = await claimOverdue(db, graceMs, batchSize);
-    if (overdue.length === 0) return { seen: 0, queued: 0 };
-    const pings = overdue.filter((o) => o.event === 'PING');
-    const [events, pinged] = await Promise.all([
-      findEvents(db, [...new Set(overdue.filter((o) => o.event !== 'PING').map((o) => o.eventId))]),
-      findWebhookModes(db, [...new Set(pings.map((o) => o.webhookId))]),
-    ]);
-    const jobs: DeliveryJob[] = [];
-    for (const o of overdue) {
-      const common = { deliveryId: o.deliveryId, attempt: o.attempt, webhookId: o.webhookId, eventId: o.eventId };
-      if (o.event === 'PING') {
-        // The resend of a PING: no event row; its data is empty and its mode the webhook's.
-        const mode = pinged.get(o.webhookId);
-        if (!mode) continue;
-        jobs.push({ ...common, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode });
-        continue;
-      }
-      const event = events.get(o.eventId);
-      if (!event) continue; // its event row is gone (removed by retention): nothing to send
-      // A resend's work was committed when it was made.
-      jobs.push({ ...deliveryJobOf(event, o), committedAt: o.resentAt?.toISOString() ?? event.committedAt });
+    const pass = await queueClaimedDeliveries({ db, deliveryQueue }, await claimOverdue(db, graceMs, batchSize));
+    if (pass.queued > 0) {
+      requeued('delivery', pass.queued);
+      logger.warn({ deliveries: pass.queued, deliveryIds: pass.deliveryIds }, 'reconciler: overdue deliveries queued again');
     }
-    const n = await requeue(deliveryQueue, JOBS.delivery, jobs);
-    if (n > 0) {
-      requeued('delivery', n);
-      logger.warn({ deliveries: n, deliveryIds: jobs.slice(0, 20).map((j) => j.deliveryId) }, 'reconciler: overdue deliveries queued again');
-    }
-    return { seen: overdue.length, queued: n };
+    return pass;
   }
 
   async function runOnce(): Promise<{ events: number; deliveries: number }> {
