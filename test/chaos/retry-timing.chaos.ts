@@ -67,7 +67,9 @@ describe('chaos: retries on time while other tenants saturate the dispatcher', (
     parseExposition(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text());
 
   it('attempt 2 comes 1 s and attempt 3 2 s after the previous one, within 250 ms at p99, while other tenants fill the pool', async () => {
-    const [dead, failing, healthy, probe] = await Promise.all([1, 2, 3, 4].map(() => createCompany(fx.gw, funded)));
+    // The healthy load comes from three companies: the slots are shared between companies first,
+    // so one company alone holds at most half the pool and could not fill it.
+    const [dead, failing, probe, ...healthy] = await Promise.all([1, 2, 3, 4, 5, 6].map(() => createCompany(fx.gw, funded)));
     for (let i = 0; i < 8; i++) {
       fx.receiver.respond(`/dead-${i}`, { hang: true });
       await hook(dead!, `/dead-${i}`);
@@ -76,7 +78,7 @@ describe('chaos: retries on time while other tenants saturate the dispatcher', (
       fx.receiver.respond(`/failing-${i}`, { status: 503, body: 'unavailable' });
       await hook(failing!, `/failing-${i}`);
       fx.receiver.respond(`/healthy-${i}`, { status: 200, delayMs: 1000 });
-      await hook(healthy!, `/healthy-${i}`);
+      await hook(healthy[i % healthy.length]!, `/healthy-${i}`);
     }
     for (let i = 0; i < PROBE_HOOKS; i++) {
       fx.receiver.respond(`/probe-${i}`, { status: 500, body: 'internal error' });
@@ -100,7 +102,7 @@ describe('chaos: retries on time while other tenants saturate the dispatcher', (
     const load = Promise.all([
       every(1000, () => ship(dead!)), //   8 deliveries/s of 3 attempts of 5 s
       every(500, () => ship(failing!)), // 12 deliveries/s of 3 quick failures
-      every(250, () => ship(healthy!)), // 24 deliveries/s of 1 s
+      ...healthy.map((c) => every(200, () => ship(c))), // 30 deliveries/s of 1 s, over three companies
       every(250, async () => {
         const m = await metrics();
         if (!measuring) return;
