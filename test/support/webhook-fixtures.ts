@@ -1,17 +1,9 @@
+import type { Attempt } from '@svc/schema';
 import { bearer, type TestGateway } from './test-gateway';
 
 // Webhooks through the public API, and the delivery log's shapes, for the gateway's and the dispatcher's tests alike.
 
-/** One attempt in `intentosDetalle` (extensions.md, Delivery log). */
-export interface Attempt {
-  numero: number;
-  fecha: string;
-  statusCode: number;
-  duracionMs: number;
-  error: string | null;
-  mensaje: string | null;
-  respuesta: string | null;
-}
+export type { Attempt };
 
 /** A delivery as the delivery log shows it. */
 export interface EntregaDetalle {
