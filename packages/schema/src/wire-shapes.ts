@@ -12,6 +12,22 @@ export interface Attempt {
   respuesta: string | null;
 }
 
+/** A delivery as the delivery log shows it (extensions.md, Delivery log). */
+export interface EntregaDetalle {
+  id: string;
+  evento: string;
+  exitoso: boolean;
+  statusCode: number;
+  intentos: number;
+  ultimoIntentoEn: string | null;
+  createdAt: string;
+  estado: 'pendiente' | 'exitosa' | 'fallida';
+  eventoId: string;
+  numeroGuia: string | null;
+  reenvioDe: string | null;
+  intentosDetalle: Attempt[];
+}
+
 /** One entry of the company's activity log (`GET /portal/v1/actividad`), newest first. */
 export interface Actividad {
   id: string;

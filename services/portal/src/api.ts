@@ -1,8 +1,8 @@
 // The portal's API client: same origin, the session's cookie, the anti-CSRF token on every change.
 
 // The contracts' pure modules (no imports), by path: Vite bundles them without the package's node side.
-import type { Attempt } from '../../../packages/schema/src/wire-shapes';
-export type { Actividad, Attempt } from '../../../packages/schema/src/wire-shapes';
+import type { EntregaDetalle as Entrega } from '../../../packages/schema/src/wire-shapes';
+export type { Actividad, Attempt, EntregaDetalle as Entrega } from '../../../packages/schema/src/wire-shapes';
 /** The shipment events a webhook may subscribe to (courier-api.md). */
 export { SHIPMENT_EVENTS as EVENTOS } from '../../../packages/schema/src/events';
 
@@ -164,21 +164,6 @@ export interface WebhookDetail {
   descripcion: string | null;
   activo: boolean;
   createdAt: string;
-}
-
-export interface Entrega {
-  id: string;
-  evento: string;
-  exitoso: boolean;
-  statusCode: number;
-  intentos: number;
-  ultimoIntentoEn: string | null;
-  createdAt: string;
-  estado: 'pendiente' | 'exitosa' | 'fallida';
-  eventoId: string;
-  numeroGuia: string | null;
-  reenvioDe: string | null;
-  intentosDetalle: Attempt[];
 }
 
 export interface EntregasPage {
