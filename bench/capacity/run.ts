@@ -28,10 +28,9 @@ import { createDb, createPool, JOBS, queueFor, type DeliveryJob, type ShipmentEv
 import { createLogger } from '@svc/observability';
 import { createReconciler } from '../../services/dispatcher/src/reconcile/reconciler';
 import { cpuByPid, cpuSinceByPid, cpuSnapshot } from '../support/cpu';
-import { freshDatabase, stopChild } from '../support/bench-process';
+import { endRun, freshDatabase, stopChild } from '../support/bench-process';
 import { addEvents, ask, benchWebhooks, child, deliveredCount, eventJob, now, sleep, waitDelivered } from '../support/dispatcher-bench';
 import { company, rotating, SHIPMENT_BODY, startService, waitFor, waitForQuiet } from '../support/gateway-bench';
-import { deletePrefix } from '../../test/support/redis-prefix';
 
 const ROOT = join(__dirname, '..', '..');
 const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
@@ -262,12 +261,7 @@ async function main(): Promise<void> {
     console.log(`\n  load average after: ${avg()}`);
   } finally {
     await Promise.all([0, 1].flatMap((i) => [stopAt(gateways, i), stopAt(dispatchers, i)]));
-    receiver.send({ cmd: 'exit' });
-    await stopChild(receiver);
-    await eventsQueue.close();
-    await deliveryQueue.close();
-    await deletePrefix(redis, PREFIX);
-    redis.disconnect();
+    await endRun({ receiver, queues: [eventsQueue, deliveryQueue], redis, prefix: PREFIX });
     await check.end();
   }
 }

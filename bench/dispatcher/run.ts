@@ -30,11 +30,10 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { JOBS, queueFor, type ShipmentEventJob } from '@svc/schema';
 import { switchMeter } from '../support/cpu';
-import { freshDatabase, prepareBuild, serviceArgs, stopChild } from '../support/bench-process';
+import { endRun, freshDatabase, prepareBuild, serviceArgs, stopChild } from '../support/bench-process';
 import { addEvents, ask, benchWebhooks, child, eventJob, now, spawned, waitDelivered } from '../support/dispatcher-bench';
 import { commandDelta, redisCommandStats } from '../support/redis-stats';
 import { createFleet, fleetEvents, someOf, type Fleet } from '../support/fleet';
-import { deletePrefix } from '../../test/support/redis-prefix';
 import {
   commits,
   configureReceiver,
@@ -604,12 +603,7 @@ async function main(): Promise<void> {
   } finally {
     clearInterval(sampler);
     if (b.dispatcher) await stopChild(b.dispatcher);
-    receiver.send({ cmd: 'exit' });
-    await stopChild(receiver);
-    await eventsQueue.close();
-    await deliveryQueue.close();
-    await deletePrefix(redis, PREFIX);
-    redis.disconnect();
+    await endRun({ receiver, queues: [eventsQueue, deliveryQueue], redis, prefix: PREFIX });
     await pool.end();
     await check.end();
   }

@@ -20,9 +20,8 @@ import { Redis } from 'ioredis';
 import { createDb, createPool, JOBS, queueFor, type ShipmentEventJob } from '@svc/schema';
 import { createLogger } from '@svc/observability';
 import { createRetention, type RemovedRows } from '../../services/dispatcher/src/retention/retention.task';
-import { freshDatabase, stopChild } from '../support/bench-process';
+import { endRun, freshDatabase, stopChild } from '../support/bench-process';
 import { addEvents, ask, benchWebhooks, child, eventJob, now, sleep, waitDelivered } from '../support/dispatcher-bench';
-import { deletePrefix } from '../../test/support/redis-prefix';
 
 const ROOT = join(__dirname, '..', '..');
 const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
@@ -179,12 +178,8 @@ async function main(): Promise<void> {
     feeding = false;
     await feeder.catch(() => undefined);
     if (dispatcher) await stopChild(dispatcher);
-    receiver.send({ cmd: 'exit' });
-    await stopChild(receiver);
-    await eventsQueue.close();
+    await endRun({ receiver, queues: [eventsQueue], redis, prefix: PREFIX });
     await removalDb.destroy();
-    await deletePrefix(redis, PREFIX);
-    redis.disconnect();
     await check.end();
   }
 }

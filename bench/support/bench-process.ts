@@ -1,10 +1,12 @@
 // What the benchmarks do around the services they measure: a fresh database, the build they run,
-// child processes stopped cleanly, peak memory. (The run's Redis keys go with test/support/redis-prefix's deletePrefix.)
+// child processes stopped cleanly, peak memory, and the end of a run (its receiver, queues and Redis keys).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { createDb, createPool, migrateToLatest } from '@svc/schema';
+import { deletePrefix } from '../../test/support/redis-prefix';
 
 /** Drops and recreates `name` on the server of `pgBase` (no trailing slash), migrated; its URL. */
 export async function freshDatabase(pgBase: string, name: string): Promise<string> {
@@ -77,3 +79,15 @@ export function prepareBuild(root: string): ServiceBuild {
 /** The node arguments that run `service`'s entry point in `build` (node arguments of the caller's first). */
 export const serviceArgs = (service: 'gateway' | 'dispatcher', build: ServiceBuild, nodeArgs: string[] = []): string[] =>
   build === 'dist' ? [...nodeArgs, `services/${service}/dist/main.js`] : [...nodeArgs, '--import', 'tsx', `services/${service}/src/main.ts`];
+
+/**
+ * The end every dispatcher run shares: the receiver told to exit and waited for, the run's queues
+ * closed, its Redis keys deleted and the client let go.
+ */
+export async function endRun(run: { receiver: ChildProcess; queues: Array<{ close(): Promise<void> }>; redis: Redis; prefix: string }): Promise<void> {
+  run.receiver.send({ cmd: 'exit' });
+  await stopChild(run.receiver);
+  for (const queue of run.queues) await queue.close();
+  await deletePrefix(run.redis, run.prefix);
+  run.redis.disconnect();
+}

@@ -1,9 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../support/test-database';
-import { dropPrefix, uniquePrefix } from '../support/redis-prefix';
-import { TEST_REDIS_URL } from '../support/env';
+import { serviceStartEnv } from '../support/service-start-env';
 
 /**
  * `NODE_ENV=production` refuses what is only safe on a developer's machine, at start, before
@@ -46,33 +44,13 @@ const logLines = (output: string): Array<Record<string, unknown>> =>
   });
 
 describe('production refuses unsafe settings at start; development says so', () => {
-  let database: TestDatabase;
-  let prefix: string;
-  let base: Record<string, string>;
+  const started = serviceStartEnv('prodstart');
   const key = randomBytes(32).toString('base64');
   const strongAdmin = randomBytes(32).toString('base64url'); // 43 characters
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('prodstart');
-    base = {
-      DATABASE_URL: database.url,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: prefix,
-      PORT: '0',
-      GATEWAY_METRICS_PORT: '0',
-      DISPATCHER_METRICS_PORT: '0',
-      LOG_LEVEL: 'info',
-    };
-  });
-  afterAll(async () => {
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
-
   it('the gateway refuses an ADMIN_TOKEN under 32 characters, a missing SECRETS_KEY and DISPATCH_ALLOW_CIDRS, all in one start (exit 2)', async () => {
     const weak = 'change-me-please-0123456789abcd'; // 31 characters
-    const { code, output } = await run('gateway', { ...base, NODE_ENV: 'production', ADMIN_TOKEN: weak, DISPATCH_ALLOW_CIDRS: '127.0.0.0/8' });
+    const { code, output } = await run('gateway', { ...started.env(), NODE_ENV: 'production', ADMIN_TOKEN: weak, DISPATCH_ALLOW_CIDRS: '127.0.0.0/8' });
     expect({ code, output }).toEqual({ code: 2, output: expect.stringContaining('gateway: invalid settings') });
     expect(output).toMatch(/ADMIN_TOKEN: must be at least 32 characters with NODE_ENV=production/);
     expect(output).toMatch(/SECRETS_KEY: required with NODE_ENV=production/);
@@ -87,7 +65,7 @@ describe('production refuses unsafe settings at start; development says so', () 
     ['DISPATCH_ALLOW_CIDRS alone', { ADMIN_TOKEN: strongAdmin, SECRETS_KEY: key, DISPATCH_ALLOW_CIDRS: '127.0.0.1/32' }, /DISPATCH_ALLOW_CIDRS: is for tests only/],
     ['a SECRETS_KEY that is not 32 bytes', { ADMIN_TOKEN: strongAdmin, SECRETS_KEY: `${key},${randomBytes(16).toString('base64')}` }, /SECRETS_KEY: key 2 of the list is not the base64 of 32 bytes/],
   ])('the gateway refuses %s', async (_name, env, expected) => {
-    const { code, output } = await run('gateway', { ...base, NODE_ENV: 'production', ...env });
+    const { code, output } = await run('gateway', { ...started.env(), NODE_ENV: 'production', ...env });
     expect(code).toBe(2);
     expect(output).toMatch(expected);
     expect(output.split('\n').filter((l) => l.startsWith('  - '))).toHaveLength(1);
@@ -95,7 +73,7 @@ describe('production refuses unsafe settings at start; development says so', () 
   }, 30_000);
 
   it('the dispatcher refuses a missing SECRETS_KEY and DISPATCH_ALLOW_CIDRS (exit 2)', async () => {
-    const { code, output } = await run('dispatcher', { ...base, NODE_ENV: 'production', DISPATCH_ALLOW_CIDRS: '127.0.0.0/8' });
+    const { code, output } = await run('dispatcher', { ...started.env(), NODE_ENV: 'production', DISPATCH_ALLOW_CIDRS: '127.0.0.0/8' });
     expect(code).toBe(2);
     expect(output).toContain('dispatcher: invalid settings');
     expect(output).toMatch(/SECRETS_KEY: required with NODE_ENV=production/);
@@ -104,13 +82,13 @@ describe('production refuses unsafe settings at start; development says so', () 
   }, 30_000);
 
   it('outside production, a range wider than a /8 is refused too', async () => {
-    const { code, output } = await run('dispatcher', { ...base, DISPATCH_ALLOW_CIDRS: '0.0.0.0/0' });
+    const { code, output } = await run('dispatcher', { ...started.env(), DISPATCH_ALLOW_CIDRS: '0.0.0.0/0' });
     expect(code).toBe(2);
     expect(output).toMatch(/DISPATCH_ALLOW_CIDRS: "0.0.0.0\/0" is wider than a \/8/);
   }, 30_000);
 
   it('production with safe settings starts (and stops on SIGTERM), warning of nothing', async () => {
-    const { code, output } = await run('gateway', { ...base, NODE_ENV: 'production', ADMIN_TOKEN: strongAdmin, SECRETS_KEY: key }, 'gateway listening');
+    const { code, output } = await run('gateway', { ...started.env(), NODE_ENV: 'production', ADMIN_TOKEN: strongAdmin, SECRETS_KEY: key }, 'gateway listening');
     expect({ code, tail: output.slice(-300) }).toEqual({ code: 0, tail: expect.any(String) });
     const lines = logLines(output);
     expect(lines.some((l) => l.msg === 'gateway listening')).toBe(true);
@@ -122,7 +100,7 @@ describe('production refuses unsafe settings at start; development says so', () 
   it.each(['gateway', 'dispatcher'] as const)('outside production the %s starts, warning at every start of the development key and DISPATCH_ALLOW_CIDRS', async (service) => {
     const ready = service === 'gateway' ? 'gateway listening' : 'dispatcher started';
     for (let start = 0; start < 2; start++) {
-      const { code, output } = await run(service, { ...base, DISPATCH_ALLOW_CIDRS: '127.0.0.0/8' }, ready);
+      const { code, output } = await run(service, { ...started.env(), DISPATCH_ALLOW_CIDRS: '127.0.0.0/8' }, ready);
       expect(code).toBe(0);
       const warnings = logLines(output).filter((l) => l.level === 40);
       const expected = [

@@ -1,8 +1,6 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../support/test-database';
-import { dropPrefix, uniquePrefix } from '../support/redis-prefix';
-import { TEST_REDIS_URL } from '../support/env';
+import { serviceStartEnv } from '../support/service-start-env';
 
 /**
  * The operator's contract: `pnpm start` and `pnpm --filter <service> start` stop gracefully on SIGINT or
@@ -53,33 +51,14 @@ async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 describe('start scripts pass SIGTERM and SIGINT on to the services', () => {
-  let database: TestDatabase;
-  let prefix: string;
-  let env: Record<string, string>;
+  const started = serviceStartEnv('start');
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('start');
-    env = {
-      DATABASE_URL: database.url,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: prefix,
-      PORT: '0',
-      GATEWAY_METRICS_PORT: '0',
-      DISPATCHER_METRICS_PORT: '0',
-      LOG_LEVEL: 'info',
-    };
-  });
-  afterAll(async () => {
-    await dropPrefix(prefix);
-    await database?.drop();
-  });
 
   it.each([
     ['gateway', 'gateway listening', 'SIGTERM'],
     ['dispatcher', 'dispatcher started', 'SIGINT'],
   ] as const)('pnpm --filter %s start: %s reaches the service, which stops gracefully', async (service, ready, signal) => {
-    const r = run(['--filter', service, 'start'], env);
+    const r = run(['--filter', service, 'start'], started.env());
     await waitForOutput(r, [ready]);
     r.signal(signal);
     const code = await within(r.closed, 15_000, `${service} still running after ${signal} to pnpm`);
@@ -88,7 +67,7 @@ describe('start scripts pass SIGTERM and SIGINT on to the services', () => {
   }, 45_000);
 
   it('pnpm start: SIGTERM to pnpm stops both services gracefully', async () => {
-    const r = run(['start'], env);
+    const r = run(['start'], started.env());
     await waitForOutput(r, ['gateway listening', 'dispatcher started'], 35_000);
     r.signal('SIGTERM');
     await within(r.closed, 15_000, 'services still running after SIGTERM to pnpm start');

@@ -1,33 +1,9 @@
+import type { Attempt, EntregaDetalle } from '@svc/schema';
 import { bearer, type TestGateway } from './test-gateway';
 
 // Webhooks through the public API, and the delivery log's shapes, for the gateway's and the dispatcher's tests alike.
 
-/** One attempt in `intentosDetalle` (extensions.md, Delivery log). */
-export interface Attempt {
-  numero: number;
-  fecha: string;
-  statusCode: number;
-  duracionMs: number;
-  error: string | null;
-  mensaje: string | null;
-  respuesta: string | null;
-}
-
-/** A delivery as the delivery log shows it. */
-export interface EntregaDetalle {
-  id: string;
-  evento: string;
-  exitoso: boolean;
-  statusCode: number;
-  intentos: number;
-  ultimoIntentoEn: string | null;
-  createdAt: string;
-  estado: string;
-  eventoId: string;
-  numeroGuia: string | null;
-  reenvioDe: string | null;
-  intentosDetalle: Attempt[];
-}
+export type { Attempt, EntregaDetalle };
 
 /** Registers a webhook with the head token; its id and secret (shown once), or throws with the answer. */
 export async function createWebhook(gw: TestGateway, token: string, url: string, eventos: string[] = []): Promise<{ id: string; secret: string }> {

@@ -16,3 +16,4 @@ export * from './requests/validator';
 export * from './requests/schemas';
 export * from './time';
 export * from './previous-secret';
+export * from './wire-shapes';

@@ -1,18 +1,8 @@
-import { ACTIVITY_ACTIONS } from '@svc/schema';
+import { ACTIVITY_ACTIONS, type Actividad as Entry } from '@svc/schema';
 import { openPortal, type PortalClient } from '../../../test/support/portal-session';
 import { bearer, createCompany, startGatewayFixture, type Company, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
 import { openApiDocument } from '../src/openapi/openapi.routes';
 import { recoverDeliveries, resendDelivery } from '../src/deliveries/delivery.service';
-
-interface Entry {
-  id: string;
-  accion: string;
-  usuario: string;
-  sucursalId: string | null;
-  webhookId: string | null;
-  detalle: Record<string, unknown> | null;
-  createdAt: string;
-}
 
 const HOUR = 3600_000;
 

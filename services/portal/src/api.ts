@@ -1,5 +1,11 @@
 // The portal's API client: same origin, the session's cookie, the anti-CSRF token on every change.
 
+// The contracts' pure modules (no imports), by path: Vite bundles them without the package's node side.
+import type { EntregaDetalle as Entrega } from '../../../packages/schema/src/wire-shapes';
+export type { Actividad, Attempt, EntregaDetalle as Entrega } from '../../../packages/schema/src/wire-shapes';
+/** The shipment events a webhook may subscribe to (courier-api.md). */
+export { SHIPMENT_EVENTS as EVENTOS } from '../../../packages/schema/src/events';
+
 /** A refusal of the API: its code (the contract) and its message (shown to the person as is). */
 export class ApiError extends Error {
   constructor(
@@ -136,13 +142,7 @@ export interface LastDelivery {
   fecha: string;
 }
 
-export interface WebhookRow {
-  id: string;
-  url: string;
-  eventos: string[];
-  descripcion: string | null;
-  activo: boolean;
-  createdAt: string;
+export interface WebhookRow extends WebhookDetail {
   sucursalId: string | null;
   ultimoDelivery: LastDelivery | null;
 }
@@ -164,31 +164,6 @@ export interface WebhookDetail {
   descripcion: string | null;
   activo: boolean;
   createdAt: string;
-}
-
-export interface Attempt {
-  numero: number;
-  fecha: string;
-  statusCode: number;
-  duracionMs: number;
-  error: string | null;
-  mensaje: string | null;
-  respuesta: string | null;
-}
-
-export interface Entrega {
-  id: string;
-  evento: string;
-  exitoso: boolean;
-  statusCode: number;
-  intentos: number;
-  ultimoIntentoEn: string | null;
-  createdAt: string;
-  estado: 'pendiente' | 'exitosa' | 'fallida';
-  eventoId: string;
-  numeroGuia: string | null;
-  reenvioDe: string | null;
-  intentosDetalle: Attempt[];
 }
 
 export interface EntregasPage {
@@ -228,27 +203,3 @@ export interface GuiaSandbox {
   }>;
 }
 
-/** One entry of the company's activity log (`GET /portal/v1/actividad`), newest first. */
-export interface Actividad {
-  id: string;
-  accion: string;
-  /** The portal link's `usuario`, `operador` (the courier's internal routes) or `api` (an API token). */
-  usuario: string;
-  sucursalId: string | null;
-  webhookId: string | null;
-  detalle: Record<string, unknown> | null;
-  createdAt: string;
-}
-
-/** The shipment events a webhook may subscribe to (courier-api.md). */
-export const EVENTOS = [
-  'GUIA_CREADA',
-  'GUIA_RECOLECTADA',
-  'GUIA_EN_BODEGA',
-  'GUIA_EN_RUTA',
-  'GUIA_ENTREGADA',
-  'GUIA_DEVOLUCION',
-  'GUIA_ANULADA',
-  'GUIA_ACTUALIZADA',
-  'GUIA_INTENTO_FALLIDO',
-] as const;

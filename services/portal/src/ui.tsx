@@ -155,6 +155,55 @@ export function TableWrap({ label, children }: { label: string; children: ReactN
   );
 }
 
+/** A table in its scrolling region: a column header (`scope="col"`) per name, the rows (`<tr>`) as children. */
+export function DataTable({ label, columns, children }: { label: string; columns: string[]; children: ReactNode }) {
+  return (
+    <TableWrap label={label}>
+      <table className="table">
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th key={c} scope="col">
+                {c}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </TableWrap>
+  );
+}
+
+/** What PagedRows reads of a paged (infinite) query. */
+interface PagedQuery {
+  isPending: boolean;
+  isError: boolean;
+  error: unknown;
+  refetch: () => Promise<unknown>;
+  hasNextPage: boolean;
+  isFetchingNextPage: boolean;
+  fetchNextPage: () => Promise<unknown>;
+}
+
+/**
+ * A paged list's states: loading, an error before any row, `empty` when there is none, else the rows
+ * (`children`) and a **Cargar más** button while the query has a next page.
+ */
+export function PagedRows({ query, count, what, empty, children }: { query: PagedQuery; count: number; what: string; empty: string; children: ReactNode }) {
+  if (query.isPending) return <Loading what={what} />;
+  if (query.isError && count === 0) return <LoadError error={query.error} retry={() => void query.refetch()} />;
+  if (count === 0) return <p className="empty">{empty}</p>;
+  return (
+    <>
+      {children}
+      {query.hasNextPage && (
+        <ActionButton busy={query.isFetchingNextPage} label="Cargar más" busyLabel="Cargando…" onClick={() => void query.fetchNextPage()} variant="secondary" />
+      )}
+    </>
+  );
+}
+
 /** A page: its heading takes the focus when the page opens, so a screen reader starts there. */
 export function Page({ title, children, actions }: { title: string; children: ReactNode; actions?: ReactNode }) {
   const h1 = useRef<HTMLHeadingElement>(null);

@@ -1,7 +1,7 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { api, type Actividad } from '../api';
 import { fecha, MODO_NOMBRE } from '../format';
-import { ActionButton, LoadError, Loading, Page, TableWrap } from '../ui';
+import { DataTable, Page, PagedRows } from '../ui';
 
 /** What each action of the log (the gateway's closed list, `ACTIVITY_ACTIONS`) is called on the page. */
 const ACCIONES: Record<string, string> = {
@@ -76,39 +76,18 @@ export function ActividadPage() {
   return (
     <Page title="Actividad">
       <p className="lead">Lo que se hizo para su empresa en el portal, con sus tokens de API y por el courier, lo más reciente primero.</p>
-      {q.isPending ? (
-        <Loading what="la actividad" />
-      ) : q.isError && rows.length === 0 ? (
-        <LoadError error={q.error} retry={() => void q.refetch()} />
-      ) : rows.length === 0 ? (
-        <p className="empty">Sin actividad registrada todavía.</p>
-      ) : (
-        <>
-          <TableWrap label="Actividad">
-            <table className="table">
-              <thead>
-                <tr>
-                  <th scope="col">Fecha</th>
-                  <th scope="col">Acción</th>
-                  <th scope="col">Usuario</th>
-                  <th scope="col">Detalle</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((a) => (
-                  <tr key={a.id}>
-                    <td>{fecha(a.createdAt)}</td>
-                    <td>{ACCIONES[a.accion] ?? a.accion}</td>
-                    <td>{QUIEN[a.usuario] ?? a.usuario}</td>
-                    <td>{detalle(a)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-          {q.hasNextPage && <ActionButton busy={q.isFetchingNextPage} label="Cargar más" busyLabel="Cargando…" onClick={() => void q.fetchNextPage()} variant="secondary" />}
-        </>
-      )}
+      <PagedRows query={q} count={rows.length} what="la actividad" empty="Sin actividad registrada todavía.">
+        <DataTable label="Actividad" columns={['Fecha', 'Acción', 'Usuario', 'Detalle']}>
+          {rows.map((a) => (
+            <tr key={a.id}>
+              <td>{fecha(a.createdAt)}</td>
+              <td>{ACCIONES[a.accion] ?? a.accion}</td>
+              <td>{QUIEN[a.usuario] ?? a.usuario}</td>
+              <td>{detalle(a)}</td>
+            </tr>
+          ))}
+        </DataTable>
+      </PagedRows>
     </Page>
   );
 }

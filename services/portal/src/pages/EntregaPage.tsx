@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
 import { api, type Entrega } from '../api';
 import { ESTADO_ENTREGA, fecha } from '../format';
-import { ActionButton, Alert, LoadError, Loading, Page, Status, TableWrap } from '../ui';
+import { ActionButton, Alert, DataTable, LoadError, Loading, Page, Status } from '../ui';
 import { useModo } from './WebhooksPage';
 
 /** One delivery: every attempt with its reason, and **Reenviar**. */
@@ -63,34 +63,19 @@ export function EntregaPage() {
           {q.data.intentosDetalle.length === 0 ? (
             <p className="empty">Todavía no se ha hecho ningún intento.</p>
           ) : (
-            <TableWrap label="Intentos de la entrega">
-              <table className="table">
-                <thead>
-                  <tr>
-                    <th scope="col">Intento</th>
-                    <th scope="col">Fecha</th>
-                    <th scope="col">Código</th>
-                    <th scope="col">Duración</th>
-                    <th scope="col">Error</th>
-                    <th scope="col">Motivo</th>
-                    <th scope="col">Respuesta</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {q.data.intentosDetalle.map((a) => (
-                    <tr key={a.numero}>
-                      <td>{a.numero}</td>
-                      <td>{fecha(a.fecha)}</td>
-                      <td>{a.statusCode}</td>
-                      <td>{a.duracionMs} ms</td>
-                      <td>{a.error ?? '—'}</td>
-                      <td>{a.mensaje ?? '—'}</td>
-                      <td>{a.respuesta === null ? '—' : <pre className="excerpt">{a.respuesta.slice(0, 300)}</pre>}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableWrap>
+            <DataTable label="Intentos de la entrega" columns={['Intento', 'Fecha', 'Código', 'Duración', 'Error', 'Motivo', 'Respuesta']}>
+              {q.data.intentosDetalle.map((a) => (
+                <tr key={a.numero}>
+                  <td>{a.numero}</td>
+                  <td>{fecha(a.fecha)}</td>
+                  <td>{a.statusCode}</td>
+                  <td>{a.duracionMs} ms</td>
+                  <td>{a.error ?? '—'}</td>
+                  <td>{a.mensaje ?? '—'}</td>
+                  <td>{a.respuesta === null ? '—' : <pre className="excerpt">{a.respuesta.slice(0, 300)}</pre>}</td>
+                </tr>
+              ))}
+            </DataTable>
           )}
           <div className="actions">
             <ActionButton busy={resend.isPending} label="Reenviar" busyLabel="Reenviando…" onClick={() => resend.mutate()} />

@@ -2,8 +2,9 @@ import { useId, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
 import { api, type GuiaSandbox } from '../api';
-import { ESTADO_ENTREGA, fecha, guatemalaInputToIso, isoToGuatemalaInput } from '../format';
-import { ActionButton, Alert, ConfirmDialog, LoadError, Loading, Page, Status, TableWrap } from '../ui';
+import { fecha, guatemalaInputToIso, isoToGuatemalaInput } from '../format';
+import { ActionButton, Alert, ConfirmDialog, DataTable, LoadError, Loading, Page, Status } from '../ui';
+import { DeliveryCells } from './DeliveryCells';
 
 /** A sandbox shipment: its history, a button per event its status allows next, the deliveries its events made. */
 export function SandboxGuiaPage() {
@@ -94,36 +95,17 @@ export function SandboxGuiaPage() {
                 <Link to="/webhooks?modo=test">Registre un webhook de Sandbox</Link> para recibir los eventos.
               </p>
             ) : (
-              <TableWrap label="Entregas de la guía de prueba">
-                <table className="table">
-                  <thead>
-                    <tr>
-                      <th scope="col">Evento</th>
-                      <th scope="col">Webhook</th>
-                      <th scope="col">Estado</th>
-                      <th scope="col">Intentos</th>
-                      <th scope="col">Código</th>
-                      <th scope="col">Fecha</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {q.data.entregas.map((d) => (
-                      <tr key={d.id}>
-                        <td>
-                          <Link to={`/webhooks/${d.webhookId}/entregas/${d.id}?modo=test`}>{d.evento}</Link>
-                        </td>
-                        <td className="url">{d.url}</td>
-                        <td>
-                          <span className={`badge badge-${d.estado}`}>{ESTADO_ENTREGA[d.estado]}</span>
-                        </td>
-                        <td>{d.intentos}</td>
-                        <td>{d.intentos === 0 ? '—' : d.statusCode}</td>
-                        <td>{fecha(d.createdAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
+              <DataTable label="Entregas de la guía de prueba" columns={['Evento', 'Webhook', 'Estado', 'Intentos', 'Código', 'Fecha']}>
+                {q.data.entregas.map((d) => (
+                  <tr key={d.id}>
+                    <td>
+                      <Link to={`/webhooks/${d.webhookId}/entregas/${d.id}?modo=test`}>{d.evento}</Link>
+                    </td>
+                    <td className="url">{d.url}</td>
+                    <DeliveryCells d={d} />
+                  </tr>
+                ))}
+              </DataTable>
             )}
           </section>
         </>

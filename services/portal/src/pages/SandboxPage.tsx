@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate } from 'react-router';
 import { api, type Guia, type Resumen } from '../api';
 import { fecha } from '../format';
-import { ActionButton, Alert, LoadError, Loading, Page, TableWrap } from '../ui';
+import { ActionButton, Alert, DataTable, LoadError, Loading, Page } from '../ui';
 
 /**
  * **Sandbox**: a test shipment moved through its states by hand, so an integrator watches their
@@ -44,28 +44,17 @@ export function SandboxPage() {
         ) : list.data.guias.length === 0 ? (
           <p className="empty">Todavía no hay guías de prueba.</p>
         ) : (
-          <TableWrap label="Guías de prueba">
-            <table className="table">
-              <thead>
-                <tr>
-                  <th scope="col">Guía</th>
-                  <th scope="col">Estado</th>
-                  <th scope="col">Creada</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.guias.map((g) => (
-                  <tr key={g.numeroGuia}>
-                    <td>
-                      <Link to={`/sandbox/${g.numeroGuia}`}>{g.numeroGuia}</Link>
-                    </td>
-                    <td>{g.estado}</td>
-                    <td>{fecha(g.createdAt)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <DataTable label="Guías de prueba" columns={['Guía', 'Estado', 'Creada']}>
+            {list.data.guias.map((g) => (
+              <tr key={g.numeroGuia}>
+                <td>
+                  <Link to={`/sandbox/${g.numeroGuia}`}>{g.numeroGuia}</Link>
+                </td>
+                <td>{g.estado}</td>
+                <td>{fecha(g.createdAt)}</td>
+              </tr>
+            ))}
+          </DataTable>
         )}
       </section>
     </Page>

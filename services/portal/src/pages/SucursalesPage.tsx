@@ -1,10 +1,9 @@
-import { useState } from 'react';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api, type Sucursal, type WebhookCreated } from '../api';
+import { useQuery } from '@tanstack/react-query';
+import { api, type Sucursal } from '../api';
 import { useSession } from '../session';
-import { LoadError, Loading, Page, SecretField, Status } from '../ui';
+import { LoadError, Loading, Page } from '../ui';
+import { CreateWebhook } from './CreateWebhook';
 import { TokenPanel } from './TokenPanel';
-import { WebhookForm } from './WebhookForm';
 import { WebhookTable } from './WebhookTable';
 
 /** **Sucursales**: each branch with its token pair and its webhooks (live, as the branch's tokens are). */
@@ -30,47 +29,13 @@ export function SucursalesPage() {
 }
 
 function Branch({ b, verificada }: { b: Sucursal; verificada: boolean }) {
-  const queryClient = useQueryClient();
-  const [creating, setCreating] = useState(false);
-  const [created, setCreated] = useState<WebhookCreated | null>(null);
-  const create = useMutation({
-    mutationFn: (body: { url: string; eventos: string[]; descripcion: string | null }) => api<WebhookCreated>('POST', `/sucursales/${b.id}/webhooks`, body),
-    onSuccess: (w) => {
-      setCreated(w);
-      setCreating(false);
-      void queryClient.invalidateQueries({ queryKey: ['sucursales'] });
-    },
-  });
   const headingId = `suc-${b.id}`;
   return (
     <section className="section branch" aria-labelledby={headingId}>
       <h2 id={headingId}>{b.nombre}</h2>
       <h3>Tokens</h3>
       <TokenPanel path={`/sucursales/${b.id}/tokens`} generadosEn={b.tokensGeneradosEn} verificada={verificada} invalidate={['sucursales']} />
-      <div className="section-head">
-        <h3>Webhooks de la sucursal</h3>
-        {!creating && (
-          <button
-            type="button"
-            className="btn btn-primary"
-            onClick={() => {
-              setCreated(null);
-              create.reset();
-              setCreating(true);
-            }}
-          >
-            Crear webhook
-          </button>
-        )}
-      </div>
-      {creating && <WebhookForm submitLabel="Crear" busy={create.isPending} error={create.error} onSubmit={(body) => create.mutate(body)} onCancel={() => setCreating(false)} />}
-      {created && (
-        <div className="shown-once">
-          <Status>Webhook de la sucursal creado: {created.url}</Status>
-          <p className="warn">{created.nota}</p>
-          <SecretField label="Secreto" value={created.secret} />
-        </div>
-      )}
+      <CreateWebhook heading={<h3>Webhooks de la sucursal</h3>} path={`/sucursales/${b.id}/webhooks`} createdLabel="Webhook de la sucursal creado" invalidate={[['sucursales']]} />
       <WebhookTable rows={b.webhooks} modo="live" label={`Webhooks de ${b.nombre}`} />
     </section>
   );

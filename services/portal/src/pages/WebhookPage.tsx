@@ -2,8 +2,9 @@ import { useId, useState } from 'react';
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
 import { api, EVENTOS, type EntregasPage, type Modo, type WebhookDetail } from '../api';
-import { ESTADO_ENTREGA, fecha, guatemalaInputToIso, isoToGuatemalaInput, MODO_NOMBRE } from '../format';
-import { ActionButton, Alert, ConfirmDialog, LoadError, Loading, Page, SecretField, Status, TableWrap } from '../ui';
+import { fecha, guatemalaInputToIso, isoToGuatemalaInput, MODO_NOMBRE } from '../format';
+import { ActionButton, Alert, ConfirmDialog, DataTable, LoadError, Loading, Page, PagedRows, SecretField, Status } from '../ui';
+import { DeliveryCells } from './DeliveryCells';
 import { WebhookForm, type WebhookFields } from './WebhookForm';
 import { useModo } from './WebhooksPage';
 
@@ -339,53 +340,23 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
           {!recovering && <Alert error={recover.error} />}
         </div>
       )}
-      {log.isPending ? (
-        <Loading what="las entregas" />
-      ) : log.isError && rows.length === 0 ? (
-        <LoadError error={log.error} retry={() => void log.refetch()} />
-      ) : rows.length === 0 ? (
-        <p className="empty">No hay entregas con estos filtros.</p>
-      ) : (
-        <>
-          <TableWrap label="Entregas del webhook">
-            <table className="table">
-              <thead>
-                <tr>
-                  <th scope="col">Evento</th>
-                  <th scope="col">Guía</th>
-                  <th scope="col">Estado</th>
-                  <th scope="col">Intentos</th>
-                  <th scope="col">Código</th>
-                  <th scope="col">Fecha</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((d) => (
-                  <tr key={d.id}>
-                    <td>
-                      <Link to={`/webhooks/${webhookId}/entregas/${d.id}?modo=${modo}`} aria-label={`${d.evento} ${d.numeroGuia ?? ''} ${fecha(d.createdAt)}`.replace(/\s+/g, ' ')}>
-                        {d.evento}
-                      </Link>
-                      {d.reenvioDe && <span className="muted"> (reenvío)</span>}
-                    </td>
-                    <td>{d.numeroGuia ?? '—'}</td>
-                    <td>
-                      <span className={`badge badge-${d.estado}`}>{ESTADO_ENTREGA[d.estado]}</span>
-                    </td>
-                    <td>{d.intentos}</td>
-                    <td>{d.intentos === 0 ? '—' : d.statusCode}</td>
-                    <td>{fecha(d.createdAt)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-          {log.isError && <Alert error={log.error} />}
-          {log.hasNextPage && (
-            <ActionButton busy={log.isFetchingNextPage} label="Cargar más" busyLabel="Cargando…" onClick={() => void log.fetchNextPage()} variant="secondary" />
-          )}
-        </>
-      )}
+      <PagedRows query={log} count={rows.length} what="las entregas" empty="No hay entregas con estos filtros.">
+        <DataTable label="Entregas del webhook" columns={['Evento', 'Guía', 'Estado', 'Intentos', 'Código', 'Fecha']}>
+          {rows.map((d) => (
+            <tr key={d.id}>
+              <td>
+                <Link to={`/webhooks/${webhookId}/entregas/${d.id}?modo=${modo}`} aria-label={`${d.evento} ${d.numeroGuia ?? ''} ${fecha(d.createdAt)}`.replace(/\s+/g, ' ')}>
+                  {d.evento}
+                </Link>
+                {d.reenvioDe && <span className="muted"> (reenvío)</span>}
+              </td>
+              <td>{d.numeroGuia ?? '—'}</td>
+              <DeliveryCells d={d} />
+            </tr>
+          ))}
+        </DataTable>
+        {log.isError && <Alert error={log.error} />}
+      </PagedRows>
       <ConfirmDialog
         open={recovering}
         title="Recuperar entregas fallidas"

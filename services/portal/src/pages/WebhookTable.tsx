@@ -1,47 +1,34 @@
 import { Link } from 'react-router';
 import type { Modo, WebhookRow } from '../api';
 import { fecha } from '../format';
-import { TableWrap } from '../ui';
+import { DataTable } from '../ui';
 
 /** The webhooks of one mode: **URL** (a link to the webhook's page), **Eventos**, **Descripción**, **Estado**, **Última entrega**. */
 export function WebhookTable({ rows, modo, label }: { rows: WebhookRow[]; modo: Modo; label: string }) {
   if (rows.length === 0) return <p className="empty">No hay webhooks todavía.</p>;
   return (
-    <TableWrap label={label}>
-      <table className="table">
-        <thead>
-          <tr>
-            <th scope="col">URL</th>
-            <th scope="col">Eventos</th>
-            <th scope="col">Descripción</th>
-            <th scope="col">Estado</th>
-            <th scope="col">Última entrega</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((w) => (
-            <tr key={w.id}>
-              <td className="url">
-                <Link to={`/webhooks/${w.id}?modo=${modo}`}>{w.url}</Link>
-              </td>
-              <td>{w.eventos.length === 0 ? 'Todos' : w.eventos.join(', ')}</td>
-              <td>{w.descripcion ?? '—'}</td>
-              <td>
-                <span className={`badge ${w.activo ? 'badge-ok' : 'badge-off'}`}>{w.activo ? 'Activo' : 'Inactivo'}</span>
-              </td>
-              <td>
-                {w.ultimoDelivery ? (
-                  <>
-                    {w.ultimoDelivery.exitoso ? 'Exitosa' : 'Fallida'} ({w.ultimoDelivery.statusCode}) · {fecha(w.ultimoDelivery.fecha)}
-                  </>
-                ) : (
-                  'Ninguna'
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableWrap>
+    <DataTable label={label} columns={['URL', 'Eventos', 'Descripción', 'Estado', 'Última entrega']}>
+      {rows.map((w) => (
+        <tr key={w.id}>
+          <td className="url">
+            <Link to={`/webhooks/${w.id}?modo=${modo}`}>{w.url}</Link>
+          </td>
+          <td>{w.eventos.length === 0 ? 'Todos' : w.eventos.join(', ')}</td>
+          <td>{w.descripcion ?? '—'}</td>
+          <td>
+            <span className={`badge ${w.activo ? 'badge-ok' : 'badge-off'}`}>{w.activo ? 'Activo' : 'Inactivo'}</span>
+          </td>
+          <td>
+            {w.ultimoDelivery ? (
+              <>
+                {w.ultimoDelivery.exitoso ? 'Exitosa' : 'Fallida'} ({w.ultimoDelivery.statusCode}) · {fecha(w.ultimoDelivery.fecha)}
+              </>
+            ) : (
+              'Ninguna'
+            )}
+          </td>
+        </tr>
+      ))}
+    </DataTable>
   );
 }

@@ -1,10 +1,10 @@
 import { useState } from 'react';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery } from '@tanstack/react-query';
 import { useLocation, useNavigate, useSearchParams } from 'react-router';
-import { api, type Modo, type WebhookCreated, type WebhookRow } from '../api';
+import { api, type Modo, type WebhookRow } from '../api';
 import { MODO_NOMBRE } from '../format';
-import { LoadError, Loading, Page, SecretField, Status } from '../ui';
-import { WebhookForm } from './WebhookForm';
+import { LoadError, Loading, Page } from '../ui';
+import { CreateWebhook } from './CreateWebhook';
 import { WebhookTable } from './WebhookTable';
 
 /** `?modo=test` is the sandbox; anything else production. */
@@ -35,23 +35,11 @@ export function ModoSwitch({ modo, onChange }: { modo: Modo; onChange: (m: Modo)
 
 export function WebhooksPage() {
   const [modo, setModo] = useModo();
-  const queryClient = useQueryClient();
-  const [creating, setCreating] = useState(false);
-  const [created, setCreated] = useState<WebhookCreated | null>(null);
   const list = useQuery({ queryKey: ['webhooks', modo], queryFn: () => api<WebhookRow[]>('GET', `/webhooks?modo=${modo}`) });
-  const create = useMutation({
-    mutationFn: (body: { url: string; eventos: string[]; descripcion: string | null }) => api<WebhookCreated>('POST', `/webhooks?modo=${modo}`, body),
-    onSuccess: (w) => {
-      setCreated(w);
-      setCreating(false);
-      void queryClient.invalidateQueries({ queryKey: ['webhooks'] });
-      void queryClient.invalidateQueries({ queryKey: ['resumen'] });
-    },
-  });
+  // Switching the mode starts the creation afresh (the form closed, the secret shown once forgotten).
+  const [round, setRound] = useState(0);
   const switchModo = (m: Modo) => {
-    setCreated(null);
-    setCreating(false);
-    create.reset();
+    setRound((r) => r + 1);
     setModo(m);
   };
   return (
@@ -61,32 +49,13 @@ export function WebhooksPage() {
       </p>
       <ModoSwitch modo={modo} onChange={switchModo} />
       <section aria-labelledby="wh-lista" className="section">
-        <div className="section-head">
-          <h2 id="wh-lista">Webhooks de {MODO_NOMBRE[modo]}</h2>
-          {!creating && (
-            <button
-              type="button"
-              className="btn btn-primary"
-              onClick={() => {
-                setCreated(null);
-                create.reset();
-                setCreating(true);
-              }}
-            >
-              Crear webhook
-            </button>
-          )}
-        </div>
-        {creating && (
-          <WebhookForm submitLabel="Crear" busy={create.isPending} error={create.error} onSubmit={(b) => create.mutate(b)} onCancel={() => setCreating(false)} />
-        )}
-        {created && (
-          <div className="shown-once">
-            <Status>Webhook creado: {created.url}</Status>
-            <p className="warn">{created.nota}</p>
-            <SecretField label="Secreto" value={created.secret} />
-          </div>
-        )}
+        <CreateWebhook
+          key={round}
+          heading={<h2 id="wh-lista">Webhooks de {MODO_NOMBRE[modo]}</h2>}
+          path={`/webhooks?modo=${modo}`}
+          createdLabel="Webhook creado"
+          invalidate={[['webhooks'], ['resumen']]}
+        />
         {list.isPending ? (
           <Loading what="los webhooks" />
         ) : list.isError ? (

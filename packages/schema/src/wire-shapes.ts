@@ -1,0 +1,41 @@
+// Response shapes the API and the portal's API show, written once for the portal (a browser bundle that
+// imports this file by path, so it stays free of imports) and the tests that read the same answers.
+
+/** One attempt in a delivery's `intentosDetalle` (extensions.md, Delivery log). */
+export interface Attempt {
+  numero: number;
+  fecha: string;
+  statusCode: number;
+  duracionMs: number;
+  error: string | null;
+  mensaje: string | null;
+  respuesta: string | null;
+}
+
+/** A delivery as the delivery log shows it (extensions.md, Delivery log). */
+export interface EntregaDetalle {
+  id: string;
+  evento: string;
+  exitoso: boolean;
+  statusCode: number;
+  intentos: number;
+  ultimoIntentoEn: string | null;
+  createdAt: string;
+  estado: 'pendiente' | 'exitosa' | 'fallida';
+  eventoId: string;
+  numeroGuia: string | null;
+  reenvioDe: string | null;
+  intentosDetalle: Attempt[];
+}
+
+/** One entry of the company's activity log (`GET /portal/v1/actividad`), newest first. */
+export interface Actividad {
+  id: string;
+  accion: string;
+  /** The portal link's `usuario`, `operador` (the courier's internal routes) or `api` (an API token). */
+  usuario: string;
+  sucursalId: string | null;
+  webhookId: string | null;
+  detalle: Record<string, unknown> | null;
+  createdAt: string;
+}
