@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { useLocation, useNavigate, useSearchParams } from 'react-router';
 import { api, type Modo, type WebhookRow } from '../api';
@@ -18,6 +18,10 @@ export function useModo(): [Modo, (m: Modo) => void] {
 
 /** The radio group **Modo**: **Producción** or **Sandbox**. */
 export function ModoSwitch({ modo, onChange }: { modo: Modo; onChange: (m: Modo) => void }) {
+  // The choice shows at once: the router applies the new URL in a transition, and a radio bound
+  // only to it would spring back to the old mode for that moment.
+  const [chosen, setChosen] = useState(modo);
+  useEffect(() => setChosen(modo), [modo]);
   return (
     <div role="radiogroup" aria-labelledby="modo-label" className="modo">
       <span id="modo-label" className="modo-label">
@@ -25,7 +29,16 @@ export function ModoSwitch({ modo, onChange }: { modo: Modo; onChange: (m: Modo)
       </span>
       {(['live', 'test'] as const).map((m) => (
         <label key={m} className="radio">
-          <input type="radio" name="modo" value={m} checked={modo === m} onChange={() => onChange(m)} />
+          <input
+            type="radio"
+            name="modo"
+            value={m}
+            checked={chosen === m}
+            onChange={() => {
+              setChosen(m);
+              onChange(m);
+            }}
+          />
           {MODO_NOMBRE[m]}
         </label>
       ))}
