@@ -3,11 +3,11 @@
 //
 //   node ../../scripts/bundle.mjs src/main.ts [more entries: name=path ...]
 //
-// The workspace packages (@svc/schema, @svc/observability, ...) are inlined from their sources: their
+// The workspace packages (@svc/contracts, @svc/platform, ...) are inlined from their sources: their
 // package.json `main` stays on src/index.ts for dev, tests and tsx. npm packages stay external and
 // are loaded from node_modules at run time, as the lockfile installed them. An npm package imported
 // by a workspace package is not a dependency of the service itself (pnpm's node_modules is strict), so
-// it is required from that package's own folder: `createRequire(<@svc/schema's package.json>)('pg')`,
+// it is required from that package's own folder: `createRequire(<@svc/platform's package.json>)('pg')`,
 // the very resolution Node would do for the package, in the workspace and in a `pnpm deploy` tree alike.
 import { readFileSync, readdirSync, existsSync, rmSync } from 'node:fs';
 import { basename, join, relative, resolve, sep } from 'node:path';

@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import type pg from 'pg';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { bulkJobs, JOBS, type DeliveryJob, type ShipmentEventJob } from '@svc/schema';
+import { bulkJobs, JOBS, type DeliveryJob, type ShipmentEventJob } from '@svc/contracts';
 import { cpuSnapshot, switchMeter, type Switches } from '../support/cpu';
 import { peakRssMb, resetPeakRss, type ServiceBuild } from '../support/bench-process';
 import { ask, deliveredCount, now, sleep, waitDelivered, webhooksVersionSql } from '../support/dispatcher-bench';

@@ -2,7 +2,7 @@
 // (100 companies, 1,000 webhooks) saturated at each receiver latency; 1% of its webhooks never
 // answering; and, while the dispatcher stays saturated by them, failing webhooks whose gaps between
 // attempts are measured where they land. Method: bench/README.md ("Real receivers").
-import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/schema';
+import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/contracts';
 import { ask, deliveredCount, eventJob, now, sleep } from '../support/dispatcher-bench';
 import { startFeeder } from '../support/fleet';
 import {

@@ -5,7 +5,7 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
-import { createDb, createPool, migrateToLatest } from '@svc/schema';
+import { createDb, createPool, migrateToLatest } from '@svc/platform';
 import { deletePrefix } from '../../test/support/redis-prefix';
 
 /** Drops and recreates `name` on the server of `pgBase` (no trailing slash), migrated; its URL. */

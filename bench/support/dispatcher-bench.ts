@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Queue } from 'bullmq';
 import type pg from 'pg';
-import { bulkJobs, createSecretBox, JOBS, loadSettings, type ShipmentEventJob } from '@svc/schema';
+import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/contracts';
+import { createSecretBox, loadSettings } from '@svc/platform';
 
 const ROOT = join(__dirname, '..', '..');
 

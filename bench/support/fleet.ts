@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { Queue } from 'bullmq';
-import type { ShipmentEventJob } from '@svc/schema';
+import type { ShipmentEventJob } from '@svc/contracts';
 import { addEvents, eventJob, sleep, webhooksVersionSql } from './dispatcher-bench';
 
 export interface FleetWebhook {

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { JOBS } from '@svc/schema';
+import { JOBS } from '@svc/contracts';
 import type { Chaos } from './harness';
 
 /** BullMQ's lists and sets of jobs not yet finished, per queue. */

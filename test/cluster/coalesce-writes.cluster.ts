@@ -1,5 +1,5 @@
 import type { Cluster } from 'ioredis';
-import { coalesceWrites } from '@svc/observability';
+import { coalesceWrites } from '@svc/platform';
 import { testRedisClient, uniquePrefix } from '../support/redis-prefix';
 import { countSocketWrites } from '../support/socket-writes';
 

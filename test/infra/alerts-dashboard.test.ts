@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { parse } from 'yaml';
-import { JOBS } from '@svc/schema';
+import { JOBS } from '@svc/contracts';
 import type { AttemptResult } from '@svc/webhook-sender';
 import { createGatewayMetrics } from '../../services/gateway/src/observability/gateway-metrics';
 import { createDispatcherMetrics, QUEUE_STATES } from '../../services/dispatcher/src/observability/dispatcher-metrics';

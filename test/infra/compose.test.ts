@@ -88,7 +88,7 @@ function environment(service: string, env: Record<string, string> = REQUIRED): R
 }
 
 /** Where the settings every service reads are read (`readCommonSettings`). */
-const COMMON_SETTINGS = 'packages/schema/src/settings.ts';
+const COMMON_SETTINGS = 'packages/platform/src/settings.ts';
 
 /** The environment names a service's config.ts reads (`r.int('PORT', ...)` and the like), the common ones included. */
 function settingsReadBy(configPath: string): Set<string> {
@@ -258,14 +258,14 @@ describe('docker-compose.yml', () => {
     expect(services.migrate?.image).toBe(services.gateway?.image);
     const command = [services.migrate?.command ?? []].flat();
     const rootScripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
-    // `pnpm migrate` is `tsx packages/schema/src/db/migrate.main.ts`; the gateway's build bundles that
+    // `pnpm migrate` is `tsx packages/platform/src/db/migrate.main.ts`; the gateway's build bundles that
     // same entry point into dist/migrate.js, which the image runs with plain node.
-    const entry = rootScripts.migrate!.match(/(packages\/schema\/\S+)$/)?.[1];
+    const entry = rootScripts.migrate!.match(/(packages\/platform\/\S+)$/)?.[1];
     expect(entry).toBeDefined();
     expect(existsSync(join(root, entry!))).toBe(true);
     expect(packageJson('gateway').scripts.build).toContain(`migrate=../../${entry}`);
     expect(command).toEqual(['node', 'dist/migrate.js']);
-    expect(packageJson('gateway').dependencies).toEqual(expect.objectContaining({ '@svc/schema': expect.any(String) }));
+    expect(packageJson('gateway').dependencies).toEqual(expect.objectContaining({ '@svc/platform': expect.any(String) }));
     expect(environment('migrate').DATABASE_URL).toBe(environment('gateway').DATABASE_URL);
   });
 

@@ -188,7 +188,7 @@ describe('scripts/image-build.sh (the images’ build, replayed without Docker)'
   it.each(['gateway', 'dispatcher'])('deploys the %s with production dependencies only', (svc) => {
     const installed = installedPackages(join(out, svc));
     expect(installed.has('bullmq')).toBe(true);
-    expect(installed.has('@svc/schema')).toBe(true);
+    expect(installed.has('@svc/platform')).toBe(true);
     expect(DEV_ONLY.filter((name) => installed.has(name))).toEqual([]);
     // No link back into the workspace it was built from: the tree stands alone in an image.
     const manifest = JSON.parse(readFileSync(join(out, svc, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };

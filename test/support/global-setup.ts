@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { createDb, createPool, migrateToLatest } from '@svc/schema';
+import { createDb, createPool, migrateToLatest } from '@svc/platform';
 import { adminUrl, TEMPLATE_ENV, TEST_DATABASE_BASE } from './env';
 
 /**
@@ -10,7 +10,7 @@ import { adminUrl, TEMPLATE_ENV, TEST_DATABASE_BASE } from './env';
  * file can clone it in milliseconds. Concurrent runs serialise on an advisory lock.
  */
 export default async function globalSetup(): Promise<void> {
-  const dir = join(__dirname, '../../packages/schema/src/db/migrations');
+  const dir = join(__dirname, '../../packages/platform/src/db/migrations');
   const hash = createHash('sha256');
   for (const f of readdirSync(dir).sort()) hash.update(f).update(readFileSync(join(dir, f)));
   const template = `svc_test_tpl_${hash.digest('hex').slice(0, 12)}`;

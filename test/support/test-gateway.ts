@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import pg from 'pg';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
-import { systemClock, type Clock } from '@svc/schema';
+import { systemClock, type Clock } from '@svc/contracts';
 import type { Logger } from '@svc/observability';
 import { loadGatewayConfig, type GatewayConfig } from '../../services/gateway/src/config';
 import { startGateway, type GatewayOptions, type RunningGateway } from '../../services/gateway/src/gateway';

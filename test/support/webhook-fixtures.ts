@@ -1,4 +1,4 @@
-import type { Attempt, EntregaDetalle } from '@svc/schema';
+import type { Attempt, EntregaDetalle } from '@svc/contracts';
 import { bearer, type TestGateway } from './test-gateway';
 
 // Webhooks through the public API, and the delivery log's shapes, for the gateway's and the dispatcher's tests alike.

@@ -4,7 +4,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { STATUS_CODES } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { AttemptErrorClass } from '@svc/schema';
+import type { AttemptErrorClass } from '@svc/contracts';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { guardedRange, isAllowed, parseCidrs, parseIp, type AllowList } from './address.guard';
 import { normaliseHostName, parseHostMap } from './host-map.parser';

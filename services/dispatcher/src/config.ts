@@ -1,9 +1,9 @@
 import { QUEUED_BOUND } from './reconcile/deferral.scheduler';
-import { loadSettings, type CommonSettings } from '@svc/schema';
+import { loadSettings, type CommonSettings } from '@svc/platform';
 
 /**
  * Every setting of the dispatcher, parsed once at start from the environment (and `.env`): the
- * common ones (@svc/schema's `CommonSettings`) and these.
+ * common ones (@svc/platform's `CommonSettings`) and these.
  */
 export interface DispatcherConfig extends CommonSettings {
   /** DISPATCHER_METRICS_PORT: `/metrics`, `/healthz`, `/readyz`. Default 9102. */

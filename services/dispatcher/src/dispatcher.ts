@@ -1,6 +1,17 @@
 import { UnrecoverableError, Worker } from 'bullmq';
-import { coalesceWrites, connectRedis, createLogger, createStopStack, serveMetrics, type Logger } from '@svc/observability';
-import { createSecretBox, JOBS, lateExtraCaCerts, openDatabase, prepareSecretsAtRest, queueFor } from '@svc/schema';
+import {
+  coalesceWrites,
+  connectRedis,
+  createSecretBox,
+  createStopStack,
+  lateExtraCaCerts,
+  openDatabase,
+  prepareSecretsAtRest,
+  queueFor,
+  serveMetrics,
+} from '@svc/platform';
+import { createLogger, type Logger } from '@svc/observability';
+import { JOBS } from '@svc/contracts';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { DispatcherConfig } from './config';
 import { createFanOut } from './fan-out/fan-out.worker';

@@ -1,6 +1,5 @@
 // The dispatcher's composition root: settings once (fail fast), then every dependency, then consume.
-import { loadDotEnv } from '@svc/schema';
-import { runService } from '@svc/observability';
+import { loadDotEnv, runService } from '@svc/platform';
 import { loadDispatcherConfig } from './config';
 import { startDispatcher } from './dispatcher';
 

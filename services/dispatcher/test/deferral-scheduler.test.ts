@@ -1,4 +1,4 @@
-import { JOBS } from '@svc/schema';
+import { JOBS } from '@svc/contracts';
 import { guia } from '../../../test/support/shipment-fixtures';
 import { bearer, createCompany } from '../../../test/support/test-gateway';
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Queue } from 'bullmq';
-import { JOBS } from '@svc/schema';
+import { JOBS } from '@svc/contracts';
 import { verify } from '@svc/webhook-signature';
 import type { Receiver, ReceivedRequest } from '../../../test/support/https-receiver';
 import { guia, moveOn } from '../../../test/support/shipment-fixtures';

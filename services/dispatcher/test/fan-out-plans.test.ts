@@ -1,4 +1,4 @@
-import { createDb, createPool, type Db } from '@svc/schema';
+import { createDb, createPool, type Db } from '@svc/platform';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
 import { findRoutedDeliveries, insertNewDeliveries } from '../src/deliveries/delivery.repository';
 import { markFannedOut } from '../src/outbox/outbox.repository';

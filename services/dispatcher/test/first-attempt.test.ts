@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { Redis } from 'ioredis';
-import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/schema';
+import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/contracts';
 import { deletePrefix } from '../../../test/support/redis-prefix';
 import { eventually, sleep } from '../../../test/support/eventually';
 import { captureLogs } from '../../../test/support/log-capture';

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { JOBS, type ShipmentEventJob } from '@svc/schema';
+import { JOBS, type ShipmentEventJob } from '@svc/contracts';
 import { TEST_REDIS_URL } from '../../../test/support/env';
 import { eventually } from '../../../test/support/eventually';
 import { acceptedByStandard } from '../../../test/support/standard-webhooks';

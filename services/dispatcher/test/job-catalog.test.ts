@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
-import { JOBS, queueFor } from '@svc/schema';
+import { JOBS } from '@svc/contracts';
+import { queueFor } from '@svc/platform';
 import { TEST_REDIS_URL } from '../../../test/support/env';
 import { eventually } from '../../../test/support/eventually';
 import { guia } from '../../../test/support/shipment-fixtures';

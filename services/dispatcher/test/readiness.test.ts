@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { JOBS } from '@svc/schema';
+import { JOBS } from '@svc/contracts';
 import { eventually, sleep } from '../../../test/support/eventually';
 import type { Receiver } from '../../../test/support/https-receiver';
 import { parseExposition, sampleSum, type Family } from '../../../test/support/prometheus-text';

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createSecretBox, loadSettings, sealedKeyIdOf } from '@svc/schema';
+import { createSecretBox, loadSettings, sealedKeyIdOf } from '@svc/platform';
 import { verify } from '@svc/webhook-signature';
 import { eventually } from '../../../test/support/eventually';
 import type { ReceivedRequest } from '../../../test/support/https-receiver';

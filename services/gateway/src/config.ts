@@ -1,8 +1,8 @@
-import { loadSettings, type CommonSettings, type SettingsReader } from '@svc/schema';
+import { loadSettings, type CommonSettings, type SettingsReader } from '@svc/platform';
 
 /**
  * Every setting of the gateway, parsed once at start from the environment (and `.env`): the
- * common ones (@svc/schema's `CommonSettings`) and these.
+ * common ones (@svc/platform's `CommonSettings`) and these.
  */
 export interface GatewayConfig extends CommonSettings {
   /** PORT: the public API (and the internal routes while ADMIN_PORT is unset). Default 3000. */

@@ -1,5 +1,6 @@
-import type { Logger, RedisClient } from '@svc/observability';
-import type { Clock, Db, SecretBox } from '@svc/schema';
+import type { Logger } from '@svc/observability';
+import type { Db, RedisClient, SecretBox } from '@svc/platform';
+import type { Clock } from '@svc/contracts';
 import type { WebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
 import type { TokenCache } from './auth/token-cache';

@@ -1,7 +1,20 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { RedisOptions } from 'ioredis';
-import { closeServer, connectRedis, createLogger, createStopStack, listen, serveMetrics, type Logger, type RedisClient } from '@svc/observability';
-import { createSecretBox, JOBS, lateExtraCaCerts, openDatabase, prepareSecretsAtRest, queueFor, systemClock, type Clock } from '@svc/schema';
+import {
+  closeServer,
+  connectRedis,
+  createSecretBox,
+  createStopStack,
+  lateExtraCaCerts,
+  listen,
+  openDatabase,
+  prepareSecretsAtRest,
+  queueFor,
+  serveMetrics,
+  type RedisClient,
+} from '@svc/platform';
+import { createLogger, type Logger } from '@svc/observability';
+import { JOBS, systemClock, type Clock } from '@svc/contracts';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
 import { createAdminApp, createApp } from './app';

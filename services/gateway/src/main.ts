@@ -1,6 +1,5 @@
 // The gateway's composition root: settings once (fail fast), then every dependency, then serve.
-import { loadDotEnv } from '@svc/schema';
-import { runService } from '@svc/observability';
+import { loadDotEnv, runService } from '@svc/platform';
 import { loadGatewayConfig } from './config';
 import { startGateway } from './gateway';
 

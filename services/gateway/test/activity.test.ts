@@ -1,4 +1,4 @@
-import { ACTIVITY_ACTIONS } from '@svc/schema';
+import { ACTIVITY_ACTIONS } from '@svc/contracts';
 import { bearer, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
 import { count, createOne, guia, moveOn, simulate } from '../../../test/support/shipment-fixtures';
 import { listActivity, OPERATOR, recordActivity } from '../src/activity/activity.repository';

@@ -1,4 +1,4 @@
-import { createDb, createPool, type Db } from '@svc/schema';
+import { createDb, createPool, type Db } from '@svc/platform';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
 import { deliveryLogQuery, type DeliveryFilters, type LogPosition, type LogReader } from '../src/deliveries/delivery.repository';
 

@@ -21,7 +21,7 @@ import {
   validateWebhookCreate,
   validateWebhookPatch,
   type JsonSchema,
-} from '@svc/schema';
+} from '@svc/contracts';
 import type { Receiver } from '../../../test/support/https-receiver';
 import { guia } from '../../../test/support/shipment-fixtures';
 import {

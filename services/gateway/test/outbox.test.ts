@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type pg from 'pg';
-import { JOBS, type ShipmentEventJob } from '@svc/schema';
+import { JOBS, type ShipmentEventJob } from '@svc/contracts';
 import { createBatch, createOne, guia, moveOn } from '../../../test/support/shipment-fixtures';
 import { bearer, createBranch, createCompany, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
 import { createWebhook } from '../../../test/support/webhook-fixtures';

@@ -1,4 +1,4 @@
-import { ACTIVITY_ACTIONS, type Actividad as Entry } from '@svc/schema';
+import { ACTIVITY_ACTIONS, type Actividad as Entry } from '@svc/contracts';
 import { openPortal, type PortalClient } from '../../../test/support/portal-session';
 import { bearer, createCompany, startGatewayFixture, type Company, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
 import { openApiDocument } from '../src/openapi/openapi.routes';

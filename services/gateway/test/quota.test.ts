@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { MAX_CREDITOS } from '@svc/schema';
+import { MAX_CREDITOS } from '@svc/contracts';
 import { createBranch, createCompany, type TestGateway, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
 import { count, createBatch, createOne, empresaRow, guia, manualClock } from '../../../test/support/shipment-fixtures';
 

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { createRedisClient } from '@svc/observability';
+import { createRedisClient } from '@svc/platform';
 import { TEST_REDIS_CLUSTER_NODES, TEST_REDIS_URL, testKeyPrefix } from '../../../test/support/env';
 import { dropPrefix, testRedisClient, uniquePrefix } from '../../../test/support/redis-prefix';
 import { RateLimiter } from '../src/rate-limit/rate-limiter';

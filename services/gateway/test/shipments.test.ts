@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { validateGuiaCreate } from '@svc/schema';
+import { validateGuiaCreate } from '@svc/contracts';
 import {
   bearer,
   createBranch,

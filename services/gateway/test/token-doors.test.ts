@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
-import type { RedisClient } from '@svc/observability';
+import type { RedisClient } from '@svc/platform';
 import type { Principal } from '../src/auth/principal';
 import { TokenCache } from '../src/auth/token-cache';
 import { TOKEN_FORMAT } from '../src/auth/token';

@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Queue } from 'bullmq';
 import { sql } from 'kysely';
-import { JOBS, type DeliveryJob } from '@svc/schema';
+import { JOBS, type DeliveryJob } from '@svc/contracts';
 import { RECOVERY_BATCH_SIZE, RECOVERY_CALL_LIMIT } from '../src/deliveries/delivery.service';
 import { count } from '../../../test/support/shipment-fixtures';
 import { bearer, createCompany, startGatewayFixture, type Company, type GatewayFixture } from '../../../test/support/test-gateway';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import { JOBS, type DeliveryJob } from '@svc/schema';
+import { JOBS, type DeliveryJob } from '@svc/contracts';
 import { count } from '../../../test/support/shipment-fixtures';
 import { bearer, createCompany, startGatewayFixture, type Company, type GatewayFixture } from '../../../test/support/test-gateway';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import { JOBS, type DeliveryJob } from '@svc/schema';
+import { JOBS, type DeliveryJob } from '@svc/contracts';
 import { RESENDS_PER_HOUR } from '../src/deliveries/resend.limiter';
 import { count } from '../../../test/support/shipment-fixtures';
 import { openPortal } from '../../../test/support/portal-session';

@@ -1,10 +1,10 @@
 // The portal's API client: same origin, the session's cookie, the anti-CSRF token on every change.
 
 // The contracts' pure modules (no imports), by path: Vite bundles them without the package's node side.
-import type { EntregaDetalle as Entrega } from '../../../packages/schema/src/wire-shapes';
-export type { Actividad, Attempt, EntregaDetalle as Entrega } from '../../../packages/schema/src/wire-shapes';
+import type { EntregaDetalle as Entrega } from '../../../packages/contracts/src/wire-shapes';
+export type { Actividad, Attempt, EntregaDetalle as Entrega } from '../../../packages/contracts/src/wire-shapes';
 /** The shipment events a webhook may subscribe to (courier-api.md). */
-export { SHIPMENT_EVENTS as EVENTOS } from '../../../packages/schema/src/events';
+export { SHIPMENT_EVENTS as EVENTOS } from '../../../packages/contracts/src/events';
 
 /** A refusal of the API: its code (the contract) and its message (shown to the person as is). */
 export class ApiError extends Error {

@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '@svc/observability';
-import type { Db, DeliveryJob, SecretBox } from '@svc/schema';
+import type { Db, SecretBox } from '@svc/platform';
+import type { DeliveryJob } from '@svc/contracts';
 import type { WebhookSender } from '@svc/webhook-sender';
 import { createMicroBatcher, type MicroBatcher, type MicroBatchOptions } from '../support/micro-batch';
 import type { PostgresWatch } from '../support/postgres-watch';

@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
-import { bulkJobs, JOBS, validPayload, type DeliveryJob } from '@svc/schema';
+import { bulkJobs, JOBS, type DeliveryJob } from '@svc/contracts';
+import { validPayload } from '@svc/platform';
 import { isUnopened, type ReadTarget } from '../webhooks/webhook.repository';
 import { createDeliveryContext, drainContext, type DeliveryDeps, type DeliveryOptions } from './delivery.context';
 import type { DeliveryStep, OwnJob } from './delivery.states';

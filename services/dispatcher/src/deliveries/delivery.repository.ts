@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
-import { insertDeliveryAttempts, prepared, type Db, type DeliveryAttempt, type DeliveryState, type Entrega, type EventName } from '@svc/schema';
+import { insertDeliveryAttempts, prepared, type Db, type DeliveryAttempt } from '@svc/platform';
+import type { DeliveryState, Entrega, EventName } from '@svc/contracts';
 import type { RemovalCursor } from '../support/removal-cursor';
 import type { NullableColumns } from '../webhooks/webhook.repository';
 

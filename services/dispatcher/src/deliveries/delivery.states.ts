@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
-import type { DeliveryJob, WebhookTarget } from '@svc/schema';
+import type { DeliveryJob } from '@svc/contracts';
+import type { WebhookTarget } from '@svc/platform';
 import type { AttemptOutcome } from '@svc/webhook-sender';
 import type { AttemptRecord } from './delivery.repository';
 import type { DeferReason } from './webhook-slots.limiter';

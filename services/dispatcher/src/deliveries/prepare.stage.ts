@@ -1,4 +1,4 @@
-import type { DeliveryJob } from '@svc/schema';
+import type { DeliveryJob } from '@svc/contracts';
 import { isUnopened, type ReadTarget } from '../webhooks/webhook.repository';
 import { abandonDelivery, type DeliveryProgress } from './delivery.repository';
 import type { DeliveryContext } from './delivery.context';

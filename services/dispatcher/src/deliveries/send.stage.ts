@@ -1,4 +1,4 @@
-import { DELIVERY_MAX_ATTEMPTS, retryDelayMs, type DeliveryState } from '@svc/schema';
+import { DELIVERY_MAX_ATTEMPTS, retryDelayMs, type DeliveryState } from '@svc/contracts';
 import { attemptDelivery, type AttemptOutcome } from '@svc/webhook-sender';
 import type { DeliveryContext } from './delivery.context';
 import type { Deferred, Ready, Sent } from './delivery.states';

@@ -1,4 +1,4 @@
-import { bulkJobs, JOBS, type DeliveryJob } from '@svc/schema';
+import { bulkJobs, JOBS, type DeliveryJob } from '@svc/contracts';
 import type { DeliveryContext } from './delivery.context';
 import type { DeliveryStep, Recorded } from './delivery.states';
 

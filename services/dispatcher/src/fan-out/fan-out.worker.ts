@@ -1,6 +1,7 @@
 import type { Job } from 'bullmq';
 import { parse as parseUuid, v5 as uuidv5 } from 'uuid';
-import { deliveryJobOf, JOBS, validPayload, type Db, type DeliveryJob, type SecretBox, type ShipmentEventJob, type WebhookTargetRow } from '@svc/schema';
+import { deliveryJobOf, JOBS, type DeliveryJob, type ShipmentEventJob } from '@svc/contracts';
+import { validPayload, type Db, type SecretBox, type WebhookTargetRow } from '@svc/platform';
 import { createMicroBatcher, type MicroBatchOptions } from '../support/micro-batch';
 import type { PostgresWatch } from '../support/postgres-watch';
 import { findRoutedDeliveries, type RoutedDelivery } from '../deliveries/delivery.repository';

@@ -1,6 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { RemovalCursor } from '../support/removal-cursor';
-import { EVENT_JOB_COLUMNS, eventJobOf, type Db, type OutboxRow, type ShipmentEventJob, type Transaction } from '@svc/schema';
+import { EVENT_JOB_COLUMNS, eventJobOf, type OutboxRow, type ShipmentEventJob } from '@svc/contracts';
+import type { Db, Transaction } from '@svc/platform';
 
 /**
  * The dispatcher's side of the event log (`outbox`): which events have been fanned out, and the

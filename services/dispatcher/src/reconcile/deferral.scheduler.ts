@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
-import { createPeriodicTask, type Logger } from '@svc/observability';
-import type { Db, DeliveryJob } from '@svc/schema';
+import { createPeriodicTask, type Db } from '@svc/platform';
+import type { Logger } from '@svc/observability';
+import type { DeliveryJob } from '@svc/contracts';
 import { claimDeferred } from '../deliveries/delivery.repository';
 import { queueClaimedDeliveries } from './reconciler';
 

@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
-import { createPeriodicTask, type Logger } from '@svc/observability';
-import { bulkJobs, deliveryJobOf, JOBS, type Db, type DeliveryJob, type JobContract, type ShipmentEventJob } from '@svc/schema';
+import { createPeriodicTask, type Db } from '@svc/platform';
+import type { Logger } from '@svc/observability';
+import { bulkJobs, deliveryJobOf, JOBS, type DeliveryJob, type JobContract, type ShipmentEventJob } from '@svc/contracts';
 import { claimOverdue, type OverdueDelivery } from '../deliveries/delivery.repository';
 import { findEvents, lockUnfanned } from '../outbox/outbox.repository';
 import { findWebhookModes } from '../webhooks/webhook.repository';

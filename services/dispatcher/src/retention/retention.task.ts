@@ -1,5 +1,5 @@
-import { createPeriodicTask, type Logger } from '@svc/observability';
-import type { Db } from '@svc/schema';
+import { createPeriodicTask, type Db } from '@svc/platform';
+import type { Logger } from '@svc/observability';
 import { removeEndedDeliveries } from '../deliveries/delivery.repository';
 import { REMOVAL_START } from '../support/removal-cursor';
 import { removeDeliveredEvents } from '../outbox/outbox.repository';

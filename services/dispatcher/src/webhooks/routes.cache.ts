@@ -1,4 +1,4 @@
-import type { Modo, ShipmentEvent } from '@svc/schema';
+import type { Modo, ShipmentEvent } from '@svc/contracts';
 
 /** What decides an event's routes: its company, and within it its mode, its branch and its name. */
 export interface RouteKey {

@@ -4,11 +4,11 @@ import {
   WEBHOOK_TARGET_COLUMNS,
   webhookTargetOf,
   type Db,
-  type Modo,
   type SecretBox,
   type WebhookTarget,
   type WebhookTargetRow,
-} from '@svc/schema';
+} from '@svc/platform';
+import type { Modo } from '@svc/contracts';
 import type { RouteKey } from './routes.cache';
 
 /** The dispatcher's reads of `webhooks`: where an event goes, and where and how to send it. */

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { AppError, type ActivityAction, type Db, type Transaction } from '@svc/schema';
+import { AppError, type ActivityAction } from '@svc/contracts';
+import type { Db, Transaction } from '@svc/platform';
 
 /** `usuario` of every action taken through the internal routes (portal.md, Actividad). */
 export const OPERATOR = 'operador';

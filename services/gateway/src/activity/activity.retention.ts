@@ -1,5 +1,5 @@
 import type { Logger } from '@svc/observability';
-import type { Db } from '@svc/schema';
+import type { Db } from '@svc/platform';
 import { createBatchedRetention, type BatchedRetention, type BatchedRetentionTuning } from '../retention/batched-retention';
 import { removeOldActivity } from './activity.repository';
 

@@ -1,4 +1,4 @@
-import type { RedisClient } from '@svc/observability';
+import type { RedisClient } from '@svc/platform';
 
 /**
  * Failed admin authentications a client address may make per window before it is refused (429)

@@ -1,6 +1,7 @@
 import type { NextFunction, RequestHandler } from 'express';
 import type { Logger } from '@svc/observability';
-import { AppError, type Db } from '@svc/schema';
+import { AppError } from '@svc/contracts';
+import type { Db } from '@svc/platform';
 import type { AdminAuthLimiter, AdminStanding } from './admin-auth.limiter';
 import { ADMIN_TOKEN_CHARS } from '../config';
 import { hashToken, TOKEN_FORMAT } from './token';

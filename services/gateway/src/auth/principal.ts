@@ -1,4 +1,4 @@
-import type { Modo } from '@svc/schema';
+import type { Modo } from '@svc/contracts';
 
 /** Who is calling: the result of authentication, cached for 60 s per token hash. */
 export interface Principal {

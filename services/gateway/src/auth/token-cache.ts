@@ -1,4 +1,4 @@
-import type { RedisClient } from '@svc/observability';
+import type { RedisClient } from '@svc/platform';
 import type { Principal } from './principal';
 
 export interface TokenCacheOptions {

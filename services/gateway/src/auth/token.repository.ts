@@ -1,4 +1,5 @@
-import type { Db, Modo, Transaction } from '@svc/schema';
+import type { Db, Transaction } from '@svc/platform';
+import type { Modo } from '@svc/contracts';
 import type { Principal } from './principal';
 
 /** Looks a token hash up among the stored hashes of companies and branches. */

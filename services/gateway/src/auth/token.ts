@@ -1,5 +1,5 @@
 import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Modo } from '@svc/schema';
+import type { Modo } from '@svc/contracts';
 
 export const TOKEN_PREFIX: Record<Modo, string> = { live: 'svc_live_', test: 'svc_test_' };
 

@@ -1,4 +1,4 @@
-import type { Modo } from '@svc/schema';
+import type { Modo } from '@svc/contracts';
 import type { Principal } from '../auth/principal';
 
 /**

@@ -1,5 +1,5 @@
 import type { Router } from 'express';
-import { validateCreditos, validateEmpresaCreate, validateEmpresaPatch, validateSucursalCreate, type Empresa } from '@svc/schema';
+import { validateCreditos, validateEmpresaCreate, validateEmpresaPatch, validateSucursalCreate, type Empresa } from '@svc/contracts';
 import type { GatewayDeps } from '../deps';
 import { guatemalaToday } from './company.repository';
 import { route } from '../http/route-table';

@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db, Empresa, EmpresaFields, PlanPersonalizado, Sucursal, Transaction } from '@svc/schema';
+import type { Db, Transaction } from '@svc/platform';
+import type { Empresa, EmpresaFields, PlanPersonalizado, Sucursal } from '@svc/contracts';
 
 const COLUMNS = {
   nombre: 'nombre',

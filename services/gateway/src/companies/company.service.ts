@@ -1,4 +1,5 @@
-import { AppError, isUuid, MAX_CREDITOS, type Db, type Empresa, type EmpresaFields, type Modo, type Sucursal } from '@svc/schema';
+import { AppError, isUuid, MAX_CREDITOS, type Empresa, type EmpresaFields, type Modo, type Sucursal } from '@svc/contracts';
+import type { Db } from '@svc/platform';
 import type { GatewayDeps } from '../deps';
 import { generateToken, hashToken } from '../auth/token';
 import { hashesOfCompany, replaceTokens } from '../auth/token.repository';

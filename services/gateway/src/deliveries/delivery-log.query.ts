@@ -1,4 +1,4 @@
-import { AppError, EVENT_NAMES, type DeliveryState, type EventName } from '@svc/schema';
+import { AppError, EVENT_NAMES, type DeliveryState, type EventName } from '@svc/contracts';
 import { pageParams, singleParam } from '../http/query-params';
 import type { DeliveryFilters, LogPosition } from './delivery.repository';
 

@@ -1,15 +1,6 @@
 import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
-import {
-  insertDeliveryAttempts,
-  type AttemptErrorClass,
-  type Database,
-  type Db,
-  type DeliveryState,
-  type EventName,
-  type Modo,
-  type ShipmentEventData,
-  type Transaction,
-} from '@svc/schema';
+import { insertDeliveryAttempts, type Db, type Transaction } from '@svc/platform';
+import type { AttemptErrorClass, Database, DeliveryState, EventName, Modo, ShipmentEventData } from '@svc/contracts';
 
 /**
  * The gateway's side of deliveries (`entregas`, `entrega_intentos`): the PING it records, the

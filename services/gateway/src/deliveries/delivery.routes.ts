@@ -1,5 +1,5 @@
 import type { Router } from 'express';
-import { validateRecoveryRequest } from '@svc/schema';
+import { validateRecoveryRequest } from '@svc/contracts';
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 import { sendJson } from '../http/send-json';

@@ -1,4 +1,4 @@
-import { AppError, isUuid, type DeliveryJob, type Modo, type RecoveryRequest, type Webhook } from '@svc/schema';
+import { AppError, isUuid, type DeliveryJob, type Modo, type RecoveryRequest, type Webhook } from '@svc/contracts';
 import type { GatewayDeps } from '../deps';
 import type { CompanyScope } from '../companies/company-scope';
 import { eventFields } from '../outbox/outbox.repository';

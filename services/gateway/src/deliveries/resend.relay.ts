@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '@svc/observability';
-import { bulkJobs, JOBS, type DeliveryJob } from '@svc/schema';
+import { bulkJobs, JOBS, type DeliveryJob } from '@svc/contracts';
 
 export interface ResendRelay {
   /**

@@ -1,6 +1,6 @@
 import type { Request, RequestHandler } from 'express';
 import type { Logger } from '@svc/observability';
-import { AppError } from '@svc/schema';
+import { AppError } from '@svc/contracts';
 import type { GatewayMetrics } from '../observability/gateway-metrics';
 
 declare global {

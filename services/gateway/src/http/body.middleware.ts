@@ -1,5 +1,5 @@
 import express, { type RequestHandler } from 'express';
-import { AppError } from '@svc/schema';
+import { AppError } from '@svc/contracts';
 
 /** 1 MiB: the largest body any route accepts (a batch of 100 shipments is far below it). */
 export const MAX_BODY_BYTES = 1024 * 1024;

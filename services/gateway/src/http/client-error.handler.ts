@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '@svc/observability';
-import { errorEnvelope, type ErrorCode } from '@svc/schema';
+import { errorEnvelope, type ErrorCode } from '@svc/contracts';
 import type { GatewayMetrics } from '../observability/gateway-metrics';
 import { recordRequest, UNPARSED_ROUTE } from './access-log.middleware';
 import { requestIdFrom } from './request-id.middleware';

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '@svc/observability';
-import { AppError, errorEnvelope } from '@svc/schema';
+import { AppError, errorEnvelope } from '@svc/contracts';
 import { isUnavailableError } from './unavailable';
 import { sendJson } from './send-json';
 

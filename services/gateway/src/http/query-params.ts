@@ -1,4 +1,4 @@
-import { AppError } from '@svc/schema';
+import { AppError } from '@svc/contracts';
 
 /** A page of a listing: `?limit=` 1..100, 50 when absent. */
 export const DEFAULT_PAGE = 50;

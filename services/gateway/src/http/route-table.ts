@@ -1,5 +1,5 @@
 import type { RequestHandler, Router } from 'express';
-import { AppError } from '@svc/schema';
+import { AppError } from '@svc/contracts';
 
 type Method = 'get' | 'post' | 'patch' | 'delete' | 'put';
 export type Handlers = Partial<Record<Method, RequestHandler | RequestHandler[]>>;

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db, Transaction } from '@svc/schema';
+import type { Db, Transaction } from '@svc/platform';
 
 /**
  * How long a key holds its answer (operations.md: the same key with the same body within 24 hours

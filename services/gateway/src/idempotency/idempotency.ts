@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { AppError, type Db } from '@svc/schema';
+import { AppError } from '@svc/contracts';
+import type { Db } from '@svc/platform';
 import { claimKey, findAnswer, storeAnswer } from './idempotency.repository';
 
 /** What a creation needs to honour an `Idempotency-Key`: where the key lives and what it guards. */

@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '@svc/observability';
-import { bulkJobs, JOBS, type Db, type ShipmentEventJob } from '@svc/schema';
+import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/contracts';
+import type { Db } from '@svc/platform';
 import type { GatewayMetrics } from '../observability/gateway-metrics';
 import { lockUnsent, markSent, type PendingJob } from './outbox.repository';
 

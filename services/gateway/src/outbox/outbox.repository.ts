@@ -1,15 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
-import {
-  eventJobOf,
-  guiaCreadaData,
-  type Db,
-  type Modo,
-  type ShipmentEvent,
-  type ShipmentEventData,
-  type ShipmentEventJob,
-  type Transaction,
-} from '@svc/schema';
+import { eventJobOf, guiaCreadaData, type Modo, type ShipmentEvent, type ShipmentEventData, type ShipmentEventJob } from '@svc/contracts';
+import type { Db, Transaction } from '@svc/platform';
 import type { CompanyScope } from '../companies/company-scope';
 import { webhooksVersionOf } from '../webhooks/webhook.repository';
 

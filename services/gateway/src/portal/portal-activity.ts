@@ -1,4 +1,5 @@
-import type { ActivityAction, Db, Transaction } from '@svc/schema';
+import type { ActivityAction } from '@svc/contracts';
+import type { Db, Transaction } from '@svc/platform';
 import { recordActivity, type ActivityDetail } from '../activity/activity.repository';
 
 /** Whom a portal action is recorded as: the session's company and the `usuario` of its link. */

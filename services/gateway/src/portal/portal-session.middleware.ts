@@ -1,5 +1,5 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { AppError } from '@svc/schema';
+import { AppError } from '@svc/contracts';
 import type { GatewayDeps } from '../deps';
 import type { RateLimiter } from '../rate-limit/rate-limiter';
 import { CSRF_HEADER, csrfMatches, PORTAL_ABSOLUTE_MS, PORTAL_PATH, requirePortalSession, SESSION_COOKIE } from './portal-session.service';

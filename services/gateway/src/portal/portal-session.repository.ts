@@ -1,4 +1,4 @@
-import type { Db } from '@svc/schema';
+import type { Db } from '@svc/platform';
 
 /** The portal's links and sessions (`portal_enlaces`, `portal_sesiones`): hashes of their secrets only. */
 

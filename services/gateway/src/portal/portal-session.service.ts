@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { AppError, type Db } from '@svc/schema';
+import { AppError } from '@svc/contracts';
+import type { Db } from '@svc/platform';
 import { hashToken, safeEqual } from '../auth/token';
 import { requireCompany } from '../companies/company.service';
 import { endCompanySessions, insertLink, insertSession, pruneCompany, takeLink, touchSession, type PortalSessionRow } from './portal-session.repository';

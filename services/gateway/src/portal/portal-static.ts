@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import express, { type RequestHandler, type Response } from 'express';
-import { AppError } from '@svc/schema';
+import { AppError } from '@svc/contracts';
 import type { GatewayConfig } from '../config';
 import { PORTAL_PATH } from './portal-session.service';
 

@@ -12,7 +12,7 @@ import {
   type Empresa,
   type Modo,
   type ShipmentEvent,
-} from '@svc/schema';
+} from '@svc/contracts';
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
 import { jsonBody } from '../http/body.middleware';

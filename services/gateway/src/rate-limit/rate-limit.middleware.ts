@@ -1,5 +1,5 @@
 import type { RequestHandler, Response } from 'express';
-import { AppError } from '@svc/schema';
+import { AppError } from '@svc/contracts';
 import type { TokenCache } from '../auth/token-cache';
 import type { AuthEvents } from '../auth/auth-events';
 import type { RateLimiter } from './rate-limiter';

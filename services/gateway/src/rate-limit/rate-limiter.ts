@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from '@svc/observability';
+import type { RedisClient } from '@svc/platform';
 
 /**
  * Sliding 60-second log per token, in one Lua script (one round trip, atomic across instances).

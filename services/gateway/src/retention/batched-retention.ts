@@ -1,4 +1,5 @@
-import { createPeriodicTask, type Logger } from '@svc/observability';
+import { createPeriodicTask } from '@svc/platform';
+import type { Logger } from '@svc/observability';
 
 export interface BatchedRetention {
   /** A first pass after `firstDelayMs`, then one every `intervalMs`. */

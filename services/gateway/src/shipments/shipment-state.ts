@@ -1,4 +1,4 @@
-import type { Estado, ShipmentEvent } from '@svc/schema';
+import type { Estado, ShipmentEvent } from '@svc/contracts';
 
 type TransitionEvent = Exclude<ShipmentEvent, 'GUIA_CREADA'>;
 

@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
-import { prepared, type Db, type Estado, type Guia, type ShipmentEvent, type Transaction } from '@svc/schema';
+import { prepared, type Db, type Transaction } from '@svc/platform';
+import type { Estado, Guia, ShipmentEvent } from '@svc/contracts';
 import type { CompanyScope } from '../companies/company-scope';
 import { chargeSandboxShipments, chargeShipments } from '../companies/company.repository';
 import { creationEvent, insertEventsSql, pendingJobs, type NewEvent, type PendingJob } from '../outbox/outbox.repository';

@@ -1,5 +1,5 @@
 import type { Response, Router } from 'express';
-import { validateGuiaBatch, validateGuiaCreate, validateGuiaEvento } from '@svc/schema';
+import { validateGuiaBatch, validateGuiaCreate, validateGuiaEvento } from '@svc/contracts';
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 import { idempotencyRequest } from '../idempotency/idempotency';

@@ -7,7 +7,7 @@ import {
   type ShipmentEventData,
   validateGuiaEvento,
   type SuccessEnvelope,
-} from '@svc/schema';
+} from '@svc/contracts';
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';
 import { insertEvents, shipmentEvent, type PendingJob } from '../outbox/outbox.repository';

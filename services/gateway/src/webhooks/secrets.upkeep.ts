@@ -1,5 +1,13 @@
-import { createPeriodicTask, type Logger } from '@svc/observability';
-import { eraseEndedPreviousSecrets, sealStoredSecrets, SEALING_BATCH, UNOPENED_MESSAGE, type Db, type SecretBox } from '@svc/schema';
+import {
+  createPeriodicTask,
+  eraseEndedPreviousSecrets,
+  SEALING_BATCH,
+  sealStoredSecrets,
+  UNOPENED_MESSAGE,
+  type Db,
+  type SecretBox,
+} from '@svc/platform';
+import type { Logger } from '@svc/observability';
 
 export interface SecretsUpkeep {
   /** A first pass after `firstDelayMs`, then one every `intervalMs`. */

@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db, Modo, Transaction, Webhook } from '@svc/schema';
+import type { Db, Transaction } from '@svc/platform';
+import type { Modo, Webhook } from '@svc/contracts';
 import type { CompanyScope } from '../companies/company-scope';
 
 /*

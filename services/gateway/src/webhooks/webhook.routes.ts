@@ -1,5 +1,5 @@
 import type { Router } from 'express';
-import { validateSecretRotation, validateWebhookCreate, validateWebhookPatch } from '@svc/schema';
+import { validateSecretRotation, validateWebhookCreate, validateWebhookPatch } from '@svc/contracts';
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 import { requireCompany, requireBranch } from '../companies/company.service';

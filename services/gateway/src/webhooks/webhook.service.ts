@@ -3,14 +3,13 @@ import {
   AppError,
   DEFAULT_OVERLAP_HOURS,
   isUuid,
-  webhookTargetOf,
-  type Db,
   type Modo,
   type SecretRotation,
   type Webhook,
   type WebhookCreate,
   type WebhookPatch,
-} from '@svc/schema';
+} from '@svc/contracts';
+import { webhookTargetOf, type Db } from '@svc/platform';
 import { attemptDelivery, checkWebhookUrl } from '@svc/webhook-sender';
 import type { GatewayDeps } from '../deps';
 import type { Principal } from '../auth/principal';

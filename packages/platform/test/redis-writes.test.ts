@@ -1,6 +1,6 @@
 import type { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { coalesceWrites } from '@svc/observability';
+import { coalesceWrites } from '@svc/platform';
 import { TEST_REDIS_URL } from '../../../test/support/env';
 import { eventually } from '../../../test/support/eventually';
 import { deletePrefix, uniquePrefix } from '../../../test/support/redis-prefix';

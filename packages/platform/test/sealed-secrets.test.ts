@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createSecretBox, DEVELOPMENT_SECRETS_KEY, isPlaintextSecret, loadSettings, SealedSecretError, sealedKeyIdOf } from '@svc/schema';
+import { createSecretBox, DEVELOPMENT_SECRETS_KEY, isPlaintextSecret, loadSettings, SealedSecretError, sealedKeyIdOf } from '@svc/platform';
 
 /** The keys as the services get them: SECRETS_KEY parsed by the settings. */
 const keysOf = (...keys: Buffer[]) => loadSettings('test', { SECRETS_KEY: keys.map((k) => k.toString('base64')).join(',') }, () => ({})).secretsKeys;

@@ -1,4 +1,12 @@
-import { AppError, MAX_PROBLEMS, validateEmpresaCreate, validateGuiaBatch, validateGuiaCreate, validateGuiaEvento, validateWebhookCreate } from '@svc/schema';
+import {
+  AppError,
+  MAX_PROBLEMS,
+  validateEmpresaCreate,
+  validateGuiaBatch,
+  validateGuiaCreate,
+  validateGuiaEvento,
+  validateWebhookCreate,
+} from '@svc/contracts';
 
 function problemOf(validate: (v: unknown) => unknown, value: unknown): AppError {
   try {

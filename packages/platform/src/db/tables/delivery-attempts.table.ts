@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { AttemptErrorClass } from '../../attempts';
+import type { AttemptErrorClass } from '@svc/contracts';
 
 /** One attempt of a delivery as the delivery log (`entrega_intentos`) keeps it. */
 export interface DeliveryAttempt {

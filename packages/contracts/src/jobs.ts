@@ -1,14 +1,14 @@
-import { Queue, UnrecoverableError, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
+import type { JobsOptions } from 'bullmq';
 import { ESTADOS, SHIPMENT_EVENTS, type EventName, type ShipmentEvent, type ShipmentEventData } from './events';
-import { AppError } from './errors';
 import { compile, type Validator } from './requests/validator';
 import type { Modo, OutboxRow } from './db/types';
 
 /**
  * The job catalog: every kind of job by name, with its queue, payload, options and job id. The
  * pairing of a name with its payload and options lives here only; producers and workers go through
- * `bulkJobs`, `queueFor` and `validPayload`, so the compiler checks it. Queue and job names are
- * stored data (they live in Redis keys and in queued jobs): never rename one without a migration.
+ * `bulkJobs` and @svc/platform's `queueFor` and `validPayload`, so the compiler checks it. Queue
+ * and job names are stored data (they live in Redis keys and in queued jobs): never rename one
+ * without a migration.
  */
 
 /** A committed shipment event, relayed from the outbox. Job id = event id, so a re-add is harmless. */
@@ -204,14 +204,6 @@ export const JOBS = {
   } satisfies JobContract<DeliveryJob>,
 } as const;
 
-/** The queue of a contract, with its options as every job's defaults. */
-export function queueFor<P>(
-  contract: JobContract<P>,
-  settings: { connection: ConnectionOptions; prefix: string },
-): Queue<P> {
-  return new Queue<P>(contract.queue, { ...settings, defaultJobOptions: contract.options });
-}
-
 /**
  * The entries of one `addBulk`: each payload under the contract's name, options and job id;
  * `extra` adds options of this add only (a delay).
@@ -222,18 +214,4 @@ export function bulkJobs<P>(contract: JobContract<P>, payloads: readonly P[], ex
     data,
     opts: { ...contract.options, ...extra, jobId: contract.jobId(data) },
   }));
-}
-
-/**
- * The payload of a job a worker has taken, checked against its contract. A malformed one (an old
- * shape, a hand-made job) fails at once and for good: BullMQ does not retry an UnrecoverableError,
- * and the worker goes on with the next job.
- */
-export function validPayload<P>(contract: JobContract<P>, job: Pick<Job, 'id' | 'data'>): P {
-  try {
-    return contract.validate(job.data);
-  } catch (err) {
-    if (!(err instanceof AppError)) throw err;
-    throw new UnrecoverableError(`malformed ${contract.name} job ${job.id ?? '(no id)'}: ${err.message}`);
-  }
 }

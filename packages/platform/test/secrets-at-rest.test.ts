@@ -13,7 +13,7 @@ import {
   type Db,
   type SealingLog,
   type SecretBox,
-} from '@svc/schema';
+} from '@svc/platform';
 import { createTestDatabase, testPool, type TestDatabase } from '../../../test/support/test-database';
 import { rowsContaining, webhookTexts } from '../../../test/support/stored-secrets';
 

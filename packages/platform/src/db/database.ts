@@ -10,7 +10,7 @@ import {
   type Transaction as KyselyTransaction,
 } from 'kysely';
 import pg from 'pg';
-import type { Database } from './types';
+import type { Database } from '@svc/contracts';
 
 // Postgres `date` stays a 'YYYY-MM-DD' string: a Guatemala calendar day must not drift through a JS Date.
 pg.types.setTypeParser(pg.types.builtins.DATE, (v: string) => v);

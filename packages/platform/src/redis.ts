@@ -1,6 +1,3 @@
-// Here rather than in @svc/schema: what these helpers add to a bare ioredis client is lifecycle (a
-// connection made now, its undo on the StopStack) and health (the /readyz ping), both this
-// package's concerns; schema keeps to data shapes and contracts.
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Writable } from 'node:stream';
 import type { StopStack } from './lifecycle';

@@ -2,10 +2,7 @@ import type pg from 'pg';
 import type { CommonSettings } from '../settings';
 import { createDb, createPool, type Db, type PoolSettings } from './database';
 
-/**
- * Where `openDatabase` puts the pool's close: @svc/observability's StopStack, taken by its shape so
- * that this package does not depend on that one.
- */
+/** Where `openDatabase` puts the pool's close: the `push` of a StopStack (lifecycle.ts). */
 export interface UndoStack {
   push(name: string, step: () => Promise<unknown>): void;
 }

@@ -1,7 +1,6 @@
 import type { Selectable } from 'kysely';
-import { previousSecretOf, type PreviousSecret } from '../../previous-secret';
+import { previousSecretOf, type Modo, type PreviousSecret, type WebhooksTable } from '@svc/contracts';
 import type { SecretBox } from '../sealed-secrets';
-import type { Modo, WebhooksTable } from '../types';
 
 /**
  * What both services must agree on about `webhooks`: the columns that decide where an event goes

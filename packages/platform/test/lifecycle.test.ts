@@ -1,6 +1,6 @@
 import { Agent, createServer, request } from 'node:http';
 import { EventEmitter } from 'node:events';
-import { closeServer, createStopStack, listen, runService, runUntilSignal, StopTimeoutError } from '@svc/observability';
+import { closeServer, createStopStack, listen, runService, runUntilSignal, StopTimeoutError } from '@svc/platform';
 import { captureLogs } from '../../../test/support/log-capture';
 
 describe('createStopStack', () => {

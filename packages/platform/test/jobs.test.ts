@@ -1,5 +1,6 @@
 import { UnrecoverableError } from 'bullmq';
-import { bulkJobs, JOBS, validPayload, type DeliveryJob, type ShipmentEventJob } from '@svc/schema';
+import { bulkJobs, JOBS, type DeliveryJob, type ShipmentEventJob } from '@svc/contracts';
+import { validPayload } from '@svc/platform';
 
 const event: ShipmentEventJob = {
   eventId: '0b6f2c1e-4a7d-4f0e-9c43-5d7b1e2a9f10',

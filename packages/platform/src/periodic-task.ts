@@ -1,4 +1,4 @@
-import type { Logger } from './logger';
+import type { Logger } from '@svc/observability';
 
 export interface PeriodicTask {
   /** The first pass after `firstDelayMs`, then one `intervalMs` after each pass ends. */

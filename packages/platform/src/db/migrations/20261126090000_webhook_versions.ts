@@ -33,7 +33,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     $$`.execute(db);
   // Only the columns that decide where an event goes and how it is signed: a description's edit
   // leaves the routes as they are. The list is WEBHOOK_VERSIONED_COLUMNS (db/tables/webhooks.table.ts),
-  // held equal to it by packages/schema/test/webhook-versions.test.ts.
+  // held equal to it by packages/platform/test/webhook-versions.test.ts.
   await sql`
     create trigger webhooks_version_trg
     after insert or update of empresa_id, sucursal_id, modo, url, secret, secreto_anterior, secreto_anterior_expira_en, eventos, activo

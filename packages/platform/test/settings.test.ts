@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { DEVELOPMENT_SECRETS_KEY, loadSettings, WIDEST_ALLOWED_PREFIX } from '@svc/schema';
+import { DEVELOPMENT_SECRETS_KEY, loadSettings, WIDEST_ALLOWED_PREFIX } from '@svc/platform';
 
 const load = (env: Record<string, string>) => loadSettings('svc', env, () => ({}));
 const problems = (env: Record<string, string>): string => {

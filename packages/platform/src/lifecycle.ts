@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { createLogger, type Logger } from './logger';
+import { createLogger, type Logger } from '@svc/observability';
 
 /**
  * What a service's start has built, to be undone in reverse order by one `stop()`: each step on
@@ -155,8 +155,8 @@ export interface ServiceDefinition<Config extends RunnableConfig> {
  * The body of every service's main.ts: settings once and fail fast (exit 2, nothing started, every
  * bad setting listed on stderr), then the logger at the configured level and the settings' warnings
  * at warn level, then `start` under
- * `runUntilSignal`; a start that fails exits 1. Reading `.env` is the caller's, before this: this
- * package knows no settings file.
+ * `runUntilSignal`; a start that fails exits 1. Reading `.env` is the caller's (`loadDotEnv`),
+ * before this.
  */
 export async function runService<Config extends RunnableConfig>(service: ServiceDefinition<Config>): Promise<void> {
   const exit = service.exit ?? ((code: number) => process.exit(code));
