@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import { insertDeliveryAttempts, prepared, type Db, type DeliveryAttempt } from '@svc/platform';
 import type { DeliveryState, Entrega, EventName } from '@svc/contracts';
-import type { RemovalCursor } from '../support/removal-cursor';
+import { removalCandidates, type RemovalCursor } from '../support/removal-cursor';
 import type { NullableColumns } from '../webhooks/webhook.repository';
 
 /**
@@ -223,13 +223,21 @@ export interface OverdueDelivery {
  * due time moves `graceMs` ahead, so that other reconcilers (and this one's next pass) leave them
  * alone while their work is queued again. Rows locked by someone else are skipped.
  */
-export async function claimOverdue(db: Db, graceMs: number, limit: number): Promise<OverdueDelivery[]> {
+export function claimOverdue(db: Db, graceMs: number, limit: number): Promise<OverdueDelivery[]> {
   const grace = sql`make_interval(secs => ${graceMs / 1000})`;
+  return claimDue(db, sql`proximo_intento_en = now() + ${grace}`, sql`proximo_intento_en < now() - ${grace}`, limit);
+}
+
+/**
+ * The claim both passes make: up to `limit` pending deliveries matching `due`, oldest due first,
+ * changed by `set` so no other dispatcher claims them; rows another holds are skipped.
+ */
+async function claimDue(db: Db, set: RawBuilder<unknown>, due: RawBuilder<unknown>, limit: number): Promise<OverdueDelivery[]> {
   const result = await sql<OverdueRow>`
-    update entregas set proximo_intento_en = now() + ${grace}
+    update entregas set ${set}
     where id in (
       select id from entregas
-      where estado = 'pendiente' and proximo_intento_en < now() - ${grace} and evento_id is not null
+      where estado = 'pendiente' and ${due} and evento_id is not null
       order by proximo_intento_en
       limit ${limit}
       for update skip locked
@@ -263,19 +271,8 @@ const overdueOf = (r: OverdueRow): OverdueDelivery => ({
  * their jobs are Redis's work, and if Redis loses them the reconciler queues them once overdue.
  * Rows locked by another dispatcher's scheduler are skipped.
  */
-export async function claimDeferred(db: Db, limit: number): Promise<OverdueDelivery[]> {
-  const result = await sql<OverdueRow>`
-    update entregas set diferida = false
-    where id in (
-      select id from entregas
-      where estado = 'pendiente' and diferida and proximo_intento_en <= now() and evento_id is not null
-      order by proximo_intento_en
-      limit ${limit}
-      for update skip locked
-    )
-    returning id, webhook_id, evento_id, evento, intentos, es_reenvio, created_at
-  `.execute(db);
-  return result.rows.map(overdueOf);
+export function claimDeferred(db: Db, limit: number): Promise<OverdueDelivery[]> {
+  return claimDue(db, sql`diferida = false`, sql`diferida and proximo_intento_en <= now()`, limit);
 }
 
 /** Age in seconds of the most overdue pending delivery (0 when none is due): a gauge. */
@@ -339,12 +336,7 @@ export interface RemovedDeliveries {
  */
 export async function removeEndedDeliveries(db: Db, retentionDays: number, after: RemovalCursor, limit: number): Promise<RemovedDeliveries> {
   const result = await sql<{ entregas: string; intentos: string; seen: string; last_at: string | null; last_id: string | null }>`
-    with candidates as materialized (
-      select id, created_at from entregas
-      where created_at < now() - make_interval(days => ${retentionDays})
-        and (created_at, id) > (${after.at}::timestamptz, ${after.id}::uuid)
-      order by created_at, id
-      limit ${limit}
+    with candidates as materialized (${removalCandidates('entregas', retentionDays, after, limit)}
     ),
     doomed as (
       select e.id from entregas e join candidates c on c.id = e.id

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { RemovalCursor } from '../support/removal-cursor';
+import { removalCandidates, type RemovalCursor } from '../support/removal-cursor';
 import { EVENT_JOB_COLUMNS, eventJobOf, type OutboxRow, type ShipmentEventJob } from '@svc/contracts';
 import type { Db, Transaction } from '@svc/platform';
 
@@ -73,12 +73,7 @@ export async function removeDeliveredEvents(
   limit: number,
 ): Promise<{ removed: number; seen: number; next: RemovalCursor }> {
   const result = await sql<{ removed: string; seen: string; last_at: string | null; last_id: string | null }>`
-    with candidates as materialized (
-      select id, created_at from outbox
-      where created_at < now() - make_interval(days => ${retentionDays})
-        and (created_at, id) > (${after.at}::timestamptz, ${after.id}::uuid)
-      order by created_at, id
-      limit ${limit}
+    with candidates as materialized (${removalCandidates('outbox', retentionDays, after, limit)}
     ),
     doomed as (
       select o.id from outbox o join candidates c on c.id = o.id

@@ -1,3 +1,5 @@
+import { sql, type RawBuilder } from 'kysely';
+
 /**
  * Where a retention pass stands in a `(created_at, id)` index: the last row it looked at. The
  * timestamp is Postgres's text, to the microsecond (a JS Date would round it off).
@@ -9,3 +11,14 @@ export interface RemovalCursor {
 
 /** Before every row. */
 export const REMOVAL_START: RemovalCursor = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
+
+/**
+ * The next `limit` rows of `table` older than `retentionDays` after `after`, in index order: the
+ * candidates a retention batch considers, each table then keeping those it may not remove yet.
+ */
+export const removalCandidates = (table: 'entregas' | 'outbox', retentionDays: number, after: RemovalCursor, limit: number): RawBuilder<unknown> => sql`
+      select id, created_at from ${sql.table(table)}
+      where created_at < now() - make_interval(days => ${retentionDays})
+        and (created_at, id) > (${after.at}::timestamptz, ${after.id}::uuid)
+      order by created_at, id
+      limit ${limit}`;
