@@ -131,10 +131,18 @@ describe('the delivery log\'s plans on a webhook with 100,000 deliveries', () =>
     const root = await plan(filters, withCursor ? cursor : undefined);
     const scans = entregasScans(root);
     expect(scans.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+    expect(root['Actual Rows']).toBe(PAGE);
+    if (scans.length === 1 && scans[0]!['Node Type'] === 'Bitmap Heap Scan') {
+      // A filter that matches hardly more than a page (PING, 0.1%) may be read through a bitmap of the
+      // same index and its few rows sorted, as the planner's sampled statistics decide: still the
+      // index, never the table, and no more rows than two pages.
+      expect(nodesOf(root).filter((n) => n['Node Type'] === 'Bitmap Index Scan').map((n) => n['Index Name'])).toEqual([index]);
+      expect(scans[0]!['Actual Rows'] ?? 0).toBeLessThanOrEqual(2 * PAGE);
+      return;
+    }
     expect(scans.map((n) => [n['Node Type'], n['Index Name']])).toEqual([[expect.stringMatching(/^Index (Only )?Scan$/), index]]);
     // The index gives the log's order: nothing is sorted, the page is read and the scan stops.
     expect(nodesOf(root).map((n) => n['Node Type'])).not.toContain('Sort');
-    expect(root['Actual Rows']).toBe(PAGE);
     const scan = scans[0]!;
     if (exact) expect(scan['Rows Removed by Filter'] ?? 0).toBe(0);
     else expect((scan['Actual Rows'] ?? 0) + (scan['Rows Removed by Filter'] ?? 0)).toBeLessThan(2 * PAGE);
