@@ -45,7 +45,7 @@ const SCHEDULER_BATCH = 200;
  * run it), clearing the mark, and queues each one's next attempt under its deterministic job id,
  * only while the queue holds fewer than `queuedBound` waiting or delayed jobs. Retries keep their
  * short delay in Redis and are not its business. A job queued twice is sent once (the worker checks
- * the record); a claimed job Redis then loses is the reconciler's, once overdue past its grace.
+ * the record); a job Redis loses after the claim commits is the reconciler's, once overdue past its grace.
  */
 export function createDeferralScheduler(options: DeferralSchedulerOptions): DeferralScheduler {
   const { db, deliveryQueue, logger } = options;
@@ -59,7 +59,10 @@ export function createDeferralScheduler(options: DeferralSchedulerOptions): Defe
       const held = (counts.waiting ?? 0) + (counts.delayed ?? 0) + (counts.prioritized ?? 0);
       const room = Math.min(SCHEDULER_BATCH, bound - held);
       if (room <= 0) return queued;
-      const pass = await queueClaimedDeliveries({ db, deliveryQueue }, await claimDeferred(db, room));
+      // Claimed and queued in one transaction: a dispatcher that dies between the two leaves the
+      // rows marked (its claim rolls back), for the next pass of any dispatcher rather than the
+      // reconciler's grace. A job it had already queued is queued again under the same id, and sent once.
+      const pass = await db.transaction().execute(async (trx) => queueClaimedDeliveries({ db: trx, deliveryQueue }, await claimDeferred(trx, room)));
       queued += pass.queued;
       if (pass.seen < room) return queued;
     }
