@@ -107,7 +107,7 @@ function corkPerTurn(stream: Writable): void {
  * Redis costs the sender tens of microseconds inside the system call, and a BullMQ worker completes
  * each job with a command of its own: a batch of jobs finishing together paid one write per job.
  * ioredis's auto-pipelining does the same with a Pipeline per turn and `setImmediate`: dearer at
- * a moderate rate (issue 16, bench/README.md "24 November 2026 (fifth session)").
+ * a moderate rate (bench/README.md).
  *
  * Every connection the client makes is covered: a reconnect's new socket, and on a cluster each
  * node's socket.

@@ -12,7 +12,7 @@ export async function settle(ctx: DeliveryContext, recorded: Recorded): Promise<
   const { delivery } = recorded;
 
   // A deferred attempt waits in Postgres, not Redis: its due time is recorded and its job (if any)
-  // ends here; the deferral scheduler queues it again when it falls due (issue 28).
+  // ends here; the deferral scheduler queues it again when it falls due.
   if (recorded.stage === 'deferred') return 'deferred';
 
   const { outcome, endedAt, record } = recorded;

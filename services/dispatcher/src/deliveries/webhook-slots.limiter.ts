@@ -13,7 +13,7 @@
  * The rules, each for a reason:
  * - A company holds at most `perCompany` slots (DISPATCHER_COMPANY_CONCURRENCY), whatever its number
  *   of webhooks: the tenant is the company, and one with 20 slow or dead webhooks must leave the
- *   others their share (issue 28). A webhook whose company is not given is a company of its own.
+ *   others their share. A webhook whose company is not given is a company of its own.
  * - A webhook holds at most `perWebhook` slots (DISPATCHER_WEBHOOK_CONCURRENCY), so one busy
  *   webhook cannot take its company's whole share.
  * - A webhook whose recent attempts failed (a failure score over its last attempts) or whose
@@ -24,7 +24,7 @@
  *   the others; healthy webhooks always keep half, but for the brief slots of quick failures. A
  *   failure that ends quickly gives its slot back as soon as a healthy answer does: held to the
  *   budget, it was deferred again every ~20 ms until a dead endpoint's attempt ended, and its
- *   retries came seconds late (issue 30). It recovers after a few successes.
+ *   retries came seconds late. It recovers after a few successes.
  * - A webhook already sending needs more than a reserve of free slots to take another; its first
  *   slot needs only one. So a tenant that sends now and then always finds a slot at once, even
  *   while another fills the pool before anyone knows its endpoint is dead.
@@ -89,7 +89,7 @@ const MIN_DEFER_MS = 20;
 /**
  * A webhook whose median answer over its last SLOW_WINDOW attempts takes longer than this counts as
  * degraded, though it answers 2xx: it holds a slot 40 times as long as a 50 ms receiver, so at the
- * full bound a few such webhooks fill the pool as surely as dead ones (issue 28). Two fifths of the
+ * full bound a few such webhooks fill the pool as surely as dead ones. Two fifths of the
  * 5 s deadline: a receiver that slow is near timing out anyway.
  */
 const SLOW_ANSWER_MS = 2000;
