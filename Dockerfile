@@ -39,7 +39,11 @@ ARG PORTS
 # follows the variable, so a port changed at run time is still the one checked.
 ARG METRICS_PORT_VAR
 ARG METRICS_PORT
+# V8's heap bounds for the service (package.json's start:prod passes the same on node's command line):
+# a young generation of 4 MB a half and a cap on the old one, so the heap stays near what is live.
+ARG NODE_FLAGS=""
 ENV NODE_ENV=production \
+    NODE_OPTIONS=${NODE_FLAGS} \
     SVC_METRICS_PORT_VAR=${METRICS_PORT_VAR} \
     ${METRICS_PORT_VAR}=${METRICS_PORT}
 WORKDIR /app

@@ -78,7 +78,17 @@ export function prepareBuild(root: string): ServiceBuild {
 
 /** The node arguments that run `service`'s entry point in `build` (node arguments of the caller's first). */
 export const serviceArgs = (service: 'gateway' | 'dispatcher', build: ServiceBuild, nodeArgs: string[] = []): string[] =>
-  build === 'dist' ? [...nodeArgs, `services/${service}/dist/main.js`] : [...nodeArgs, '--import', 'tsx', `services/${service}/src/main.ts`];
+  build === 'dist'
+    ? [...prodNodeFlags(service), ...nodeArgs, `services/${service}/dist/main.js`]
+    : [...nodeArgs, '--import', 'tsx', `services/${service}/src/main.ts`];
+
+/** The node flags `pnpm start:prod` runs the service with (its heap's bounds), read from package.json: the bench runs what operators run. */
+export function prodNodeFlags(service: 'gateway' | 'dispatcher'): string[] {
+  const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const m = new RegExp(`exec node ((?:--\\S+ )*)services/${service}/dist/main\\.js`).exec(pkg.scripts['start:prod'] ?? '');
+  if (!m) throw new Error(`package.json's start:prod does not run services/${service}/dist/main.js`);
+  return m[1]!.split(' ').filter(Boolean);
+}
 
 /**
  * The end every dispatcher run shares: the receiver told to exit and waited for, the run's queues

@@ -8,21 +8,31 @@ import { loadSettings, type CommonSettings } from '@svc/platform';
 export interface DispatcherConfig extends CommonSettings {
   /** DISPATCHER_METRICS_PORT: `/metrics`, `/healthz`, `/readyz`. Default 9102. */
   metricsPort: number;
-  /** DISPATCHER_CONCURRENCY: deliveries in flight in this process. Default 50. */
+  /**
+   * DISPATCHER_CONCURRENCY: deliveries in flight in this process. Set, exactly that bound. Unset,
+   * 50 at start and the floor of an adaptive limit (deliveries/in-flight.governor.ts) that grows
+   * while sends wait on slow receivers and the CPU is idle, up to `maxInFlight`.
+   */
   concurrency: number;
   /**
-   * DISPATCHER_WEBHOOK_CONCURRENCY: deliveries in flight for one webhook in this process (a
-   * degraded webhook gets a quarter of it). Default: half of DISPATCHER_CONCURRENCY, so one webhook
-   * never holds the whole pool; at most DISPATCHER_CONCURRENCY.
+   * DISPATCHER_MAX_IN_FLIGHT: the most deliveries in flight the adaptive limit may reach; it bounds
+   * the memory the sends take. Default 2000 while DISPATCHER_CONCURRENCY is unset; with
+   * DISPATCHER_CONCURRENCY set, that value (no adaptation) unless this is set too.
    */
-  webhookConcurrency: number;
+  maxInFlight: number;
+  /**
+   * DISPATCHER_WEBHOOK_CONCURRENCY: deliveries in flight for one webhook in this process (a
+   * degraded webhook gets a quarter of it). Unset (undefined): half of the pool, whatever its size
+   * now, so one webhook never holds the whole pool; at most DISPATCHER_MAX_IN_FLIGHT.
+   */
+  webhookConcurrency: number | undefined;
   /**
    * DISPATCHER_COMPANY_CONCURRENCY: deliveries in flight for all of one company's webhooks in this
    * process (its degraded webhooks share half the pool equally with other companies' degraded ones).
-   * Default: half of DISPATCHER_CONCURRENCY, so one company, however many webhooks it has, leaves
-   * the others half the pool; at most DISPATCHER_CONCURRENCY.
+   * Unset (undefined): the webhook's bound, half of the pool, so one company, however many webhooks
+   * it has, leaves the others half the pool; at most DISPATCHER_MAX_IN_FLIGHT.
    */
-  companyConcurrency: number;
+  companyConcurrency: number | undefined;
   /**
    * DISPATCHER_LOCK_DURATION_MS: how long a job stays locked to this process without renewal; a
    * dead process's jobs move on after it. Default 30000.
@@ -50,14 +60,26 @@ export interface DispatcherConfig extends CommonSettings {
   retentionDays: number;
 }
 
+/** DISPATCHER_CONCURRENCY's default (operations.md): the floor the adaptive limit starts from. */
+const DEFAULT_CONCURRENCY = 50;
+/**
+ * DISPATCHER_MAX_IN_FLIGHT's default: enough for 0.8 of the 0 ms rate to 500 ms receivers on the
+ * bench machine (about 2,800 deliveries/s, so 1,400 sends waiting), within the process's memory
+ * bound (docs/decisions/0007-adaptive-in-flight.md).
+ */
+const DEFAULT_MAX_IN_FLIGHT = 2000;
+
 export function loadDispatcherConfig(env: Record<string, string | undefined> = process.env): DispatcherConfig {
   return loadSettings('dispatcher', env, (r) => {
-    const concurrency = r.int('DISPATCHER_CONCURRENCY', 50, 1, 10_000);
+    const fixed = r.optional('DISPATCHER_CONCURRENCY') !== undefined;
+    const concurrency = r.int('DISPATCHER_CONCURRENCY', DEFAULT_CONCURRENCY, 1, 10_000);
+    const maxInFlight = r.int('DISPATCHER_MAX_IN_FLIGHT', fixed ? concurrency : Math.max(concurrency, DEFAULT_MAX_IN_FLIGHT), concurrency, 10_000);
     return {
       metricsPort: r.int('DISPATCHER_METRICS_PORT', 9102, 0, 65535),
       concurrency,
-      webhookConcurrency: r.int('DISPATCHER_WEBHOOK_CONCURRENCY', Math.ceil(concurrency / 2), 1, concurrency),
-      companyConcurrency: r.int('DISPATCHER_COMPANY_CONCURRENCY', Math.ceil(concurrency / 2), 1, concurrency),
+      maxInFlight,
+      webhookConcurrency: r.optionalInt('DISPATCHER_WEBHOOK_CONCURRENCY', 1, maxInFlight),
+      companyConcurrency: r.optionalInt('DISPATCHER_COMPANY_CONCURRENCY', 1, maxInFlight),
       lockDurationMs: r.int('DISPATCHER_LOCK_DURATION_MS', 30_000, 1000, 600_000),
       queuedBound: r.int('DISPATCHER_QUEUED_BOUND', QUEUED_BOUND, 1, 1_000_000),
       reconcileIntervalMs: r.int('RECONCILE_INTERVAL_MS', 10_000, 100, 3_600_000),

@@ -21,6 +21,7 @@ import { createReconciler, type Reconciler } from './reconcile/reconciler';
 import { createDeferralScheduler } from './reconcile/deferral.scheduler';
 import { createRetention, type Retention } from './retention/retention.task';
 import { createWebhookSlots } from './deliveries/webhook-slots.limiter';
+import { createInFlightGovernor } from './deliveries/in-flight.governor';
 import { oldestOverdueAge } from './deliveries/delivery.repository';
 import { oldestUnfannedAge } from './outbox/outbox.repository';
 import { createPostgresWatch } from './support/postgres-watch';
@@ -51,7 +52,8 @@ export interface DispatcherOptions {
 /**
  * Builds every dependency from the config and starts consuming: the fan-out worker (events →
  * deliveries, and each delivery's first attempt) and the delivery worker (retries and deferred
- * attempts, one per job run); at most `DISPATCHER_CONCURRENCY` sends in flight in all.
+ * attempts, one per job run); at most `DISPATCHER_CONCURRENCY` sends in flight in all, or, while
+ * it is unset, as many as the governor finds receivers' latency needs, up to DISPATCHER_MAX_IN_FLIGHT.
  * Any number of dispatchers may run side by side on one Redis prefix: BullMQ hands each job to one
  * of them, and a dead one's jobs move on after `DISPATCHER_LOCK_DURATION_MS`.
  */
@@ -131,16 +133,43 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     // there are send slots; the events taken together are fanned out in one statement. The
     // deliveries queue holds retries and deferrals only; both workers share the slots (the limiter),
     // the delivery worker with jobs to spare for a due retry when sends hold the others (above).
-    const fanOutWorker = new Worker<unknown, number>(JOBS.shipmentEvent.queue, (job) => fanOut.process(job), {
+    // Jobs each worker is running now: the governor reads how full they are.
+    const running = { events: 0, deliveries: 0 };
+    const counted = async <T>(worker: keyof typeof running, run: () => Promise<T>): Promise<T> => {
+      running[worker]++;
+      try {
+        return await run();
+      } finally {
+        running[worker]--;
+      }
+    };
+    const fanOutWorker = new Worker<unknown, number>(JOBS.shipmentEvent.queue, (job) => counted('events', () => fanOut.process(job)), {
       ...workerOptions,
       connection: eventWorkerRedis,
       concurrency: config.concurrency,
     });
-    const deliveryWorker = new Worker<unknown>(JOBS.delivery.queue, (job, token) => deliveries.deliverJob(job, token), {
+    const deliveryWorker = new Worker<unknown>(JOBS.delivery.queue, (job, token) => counted('deliveries', () => deliveries.deliverJob(job, token)), {
       ...workerOptions,
       connection: deliveryWorkerRedis,
       concurrency: config.concurrency * DELIVERY_JOBS_PER_SLOT,
     });
+    // Sends that wait on slow receivers cost no CPU: while they fill the pool and the thread is idle
+    // the governor widens it, and the workers take as many jobs as it has slots.
+    const governor = createInFlightGovernor({
+      floor: config.concurrency,
+      ceiling: config.maxInFlight,
+      used: () => Math.max(slots.inFlight(), running.events, running.deliveries / DELIVERY_JOBS_PER_SLOT) / slots.limit(),
+      refusals: () => slots.refusals(),
+      apply: (limit) => {
+        slots.resize(limit);
+        fanOutWorker.concurrency = limit;
+        deliveryWorker.concurrency = limit * DELIVERY_JOBS_PER_SLOT;
+      },
+      onChange: (limit, previous, reading) =>
+        logger.debug({ limit, previous, used: Number(reading.used.toFixed(2)), refused: reading.refused, busy: Number(reading.busy.toFixed(2)) }, 'in-flight limit changed'),
+    });
+    governor.start();
+    undo.push('in-flight governor', () => Promise.resolve(governor.stop()));
     for (const [name, worker] of [
       ['fan-out', fanOutWorker],
       ['delivery', deliveryWorker],
@@ -211,7 +240,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     // The queues too: BullMQ drops a shared connection's listeners when it closes, so a queue closed
     // while its first checks were still running would raise its late error with no one to hear it.
     await Promise.all([eventsQueue, deliveryQueue, fanOutWorker, deliveryWorker].map((q) => q.waitUntilReady()));
-    logger.info({ metricsPort, concurrency: config.concurrency, prefix: config.redisPrefix }, 'dispatcher started');
+    logger.info({ metricsPort, concurrency: config.concurrency, maxInFlight: config.maxInFlight, prefix: config.redisPrefix }, 'dispatcher started');
     return { metricsPort, metrics, reconciler, retention, stop };
   } catch (err) {
     await stop();

@@ -62,10 +62,10 @@ export interface AcquireOptions {
 }
 
 export interface SlotLimiterOptions {
-  /** DISPATCHER_CONCURRENCY: sends in flight in this process. */
+  /** Sends in flight in this process, at first: DISPATCHER_CONCURRENCY; the governor may `resize` it. */
   slots: number;
-  /** DISPATCHER_WEBHOOK_CONCURRENCY: sends in flight for one webhook in this process. */
-  perWebhook: number;
+  /** DISPATCHER_WEBHOOK_CONCURRENCY: sends in flight for one webhook in this process. Default: half the pool, whatever its size. */
+  perWebhook?: number;
   /** DISPATCHER_COMPANY_CONCURRENCY: sends in flight for one company's webhooks in this process. Default `perWebhook`. */
   perCompany?: number;
   /** Longest a job waits here for its turn before it is deferred instead. Default 100 ms. */
@@ -148,30 +148,62 @@ export interface WebhookSlots {
   acquire(webhookId: string, options?: AcquireOptions): Promise<Admission>;
   /** Slots held by state, jobs waiting here, deferred jobs still ahead, and degraded webhooks. */
   stats(): { held: Record<SlotState, number>; waitingHere: number; deferredAhead: number; degradedWebhooks: number };
+  /** Sends in flight now, in all. */
+  inFlight(): number;
+  /** The pool's size now. */
+  limit(): number;
+  /**
+   * Sends refused so far (waited or deferred) by a bound a larger pool would widen: the pool's
+   * reserve, and a healthy webhook's or company's share where it follows the pool. A degraded
+   * webhook's refusals do not count: a bigger pool must not grow a dead endpoint's share.
+   */
+  refusals(): number;
+  /**
+   * Makes the pool this size (in-flight.governor.ts): the shares that follow the pool (the webhook's
+   * and company's when not set, the degraded budget, the reserve) follow it. Sends already in flight
+   * are not cut short: a smaller pool admits no more until enough of them end.
+   */
+  resize(slots: number): void;
   /** Sends every waiter away (deferred) so the worker can stop. */
   close(): void;
 }
 
 export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
-  const { slots, perWebhook } = options;
-  if (!(slots >= 1 && perWebhook >= 1)) throw new Error('slots and perWebhook must be at least 1');
   const now = options.now ?? Date.now;
   const maxLocalWaitMs = options.maxLocalWaitMs ?? 100;
   const maxDeferMs = options.maxDeferMs ?? 30_000;
-  const degradedCap = Math.max(1, Math.floor(perWebhook / 4));
-  const degradedBudget = Math.max(1, Math.floor(slots / 2));
-  const perCompany = Math.min(slots, options.perCompany ?? perWebhook);
-  if (!(perCompany >= 1)) throw new Error('perCompany must be at least 1');
-  const reserve = slots <= 2 ? 0 : Math.max(1, Math.ceil(slots / 10));
+  if (options.perWebhook !== undefined && !(options.perWebhook >= 1)) throw new Error('perWebhook must be at least 1');
+  if (options.perCompany !== undefined && !(options.perCompany >= 1)) throw new Error('perCompany must be at least 1');
+  // Every bound below follows the pool's size, which the governor may change while sends are in flight.
+  let slots = 0;
+  let perWebhook = 0;
+  let perCompany = 0;
+  let degradedCap = 0;
+  let degradedBudget = 0;
+  let reserve = 0;
   // Retries of webhooks not known to be quick that may wait here at once (each holds a worker's job,
   // and may wait long, as a slow webhook's slot frees slowly): a tenth of the pool; the others are
   // deferred.
-  const slowRetryWaiters = Math.max(1, Math.ceil(slots / 10));
+  let slowRetryWaiters = 0;
+  function size(n: number): void {
+    if (!(Number.isInteger(n) && n >= 1)) throw new Error('slots must be a whole number, at least 1');
+    slots = n;
+    perWebhook = Math.min(slots, options.perWebhook ?? Math.ceil(slots / 2));
+    perCompany = Math.min(slots, options.perCompany ?? perWebhook);
+    degradedCap = Math.max(1, Math.floor(perWebhook / 4));
+    degradedBudget = Math.max(1, Math.floor(slots / 2));
+    reserve = slots <= 2 ? 0 : Math.max(1, Math.ceil(slots / 10));
+    slowRetryWaiters = Math.max(1, Math.ceil(slots / 10));
+  }
+  size(options.slots);
 
   const webhooks = new Map<string, WebhookRecord>();
   const companies = new Map<string, CompanyRecord>();
   const held: Record<SlotState, number> = { healthy: 0, degraded: 0 };
   let waiters: Waiter[] = [];
+  let refusals = 0;
+  const widens = (reason: DeferReason): boolean =>
+    reason === 'pool_reserve' || (reason === 'webhook_limit' && options.perWebhook === undefined) || (reason === 'company_limit' && options.perCompany === undefined);
   let lastSweep = now();
 
   const total = (): number => held.healthy + held.degraded;
@@ -340,6 +372,7 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
       const w = recordOf(id, companyId);
       const reason = blocked(w, retry);
       if (reason === null) return Promise.resolve({ slot: take(id, w) });
+      if (!w.degraded && widens(reason)) refusals++;
       // Only the pool, the degraded budget or its company's share (which other webhooks of the
       // company, or other companies' degraded ones, fill) stand in this retry's way: it waits for
       // the next slot, first in line.
@@ -361,6 +394,14 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
         if (w.degraded) degradedWebhooks++;
       }
       return { held: { ...held }, waitingHere: waiters.length, deferredAhead: ahead, degradedWebhooks };
+    },
+    inFlight: total,
+    refusals: () => refusals,
+    limit: () => slots,
+    resize(n) {
+      if (n === slots) return;
+      size(n);
+      wake();
     },
     close() {
       const all = waiters;

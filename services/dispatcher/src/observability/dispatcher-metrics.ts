@@ -28,7 +28,7 @@ function boundOnce<K, V>(make: (key: K) => V): (key: K) => V {
   };
 }
 
-export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; backlog?: BacklogAges; slots?: Pick<WebhookSlots, 'stats'> } = {}) {
+export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; backlog?: BacklogAges; slots?: Pick<WebhookSlots, 'stats' | 'limit'> } = {}) {
   const { queueCounts, backlog, slots } = sources;
   const m = createServiceMetrics('dispatcher');
   const deliveries = m.counter('svc_webhook_deliveries_total', 'Deliveries that ended, by event and outcome (success or failure); counted once per delivery', ['evento', 'outcome']);
@@ -58,6 +58,9 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
     if (age !== undefined) this.set(age);
   });
 
+  m.gauge('svc_delivery_in_flight_limit', 'Sends this dispatcher lets be in flight now: DISPATCHER_CONCURRENCY, or the adaptive limit between it and DISPATCHER_MAX_IN_FLIGHT', [], async function () {
+    if (slots) this.set(slots.limit());
+  });
   // Held routes (fan-out/fan-out.worker.ts): how often an event's routes came without a read.
   const routes = m.counter('svc_fanout_routes_total', "Events routed by this dispatcher's fan-out, by source: held (routes it held at the event's webhook count or later, no read) or read (webhooks read)", ['source']);
 
