@@ -22,15 +22,15 @@ export interface DispatcherConfig extends CommonSettings {
   maxInFlight: number;
   /**
    * DISPATCHER_WEBHOOK_CONCURRENCY: deliveries in flight for one webhook in this process (a
-   * degraded webhook gets a quarter of it). Unset (undefined): half of the pool, whatever its size
-   * now, so one webhook never holds the whole pool; at most DISPATCHER_MAX_IN_FLIGHT.
+   * degraded webhook gets a quarter of it). Unset: half of the limit (undefined while the limit
+   * adapts: half of it whatever its size now), so one webhook never holds the whole pool.
    */
   webhookConcurrency: number | undefined;
   /**
    * DISPATCHER_COMPANY_CONCURRENCY: deliveries in flight for all of one company's webhooks in this
    * process (its degraded webhooks share half the pool equally with other companies' degraded ones).
-   * Unset (undefined): the webhook's bound, half of the pool, so one company, however many webhooks
-   * it has, leaves the others half the pool; at most DISPATCHER_MAX_IN_FLIGHT.
+   * Unset: half of the limit, as the webhook's, so one company, however many webhooks it has,
+   * leaves the others half the pool.
    */
   companyConcurrency: number | undefined;
   /**
@@ -74,12 +74,14 @@ export function loadDispatcherConfig(env: Record<string, string | undefined> = p
     const fixed = r.optional('DISPATCHER_CONCURRENCY') !== undefined;
     const concurrency = r.int('DISPATCHER_CONCURRENCY', DEFAULT_CONCURRENCY, 1, 10_000);
     const maxInFlight = r.int('DISPATCHER_MAX_IN_FLIGHT', fixed ? concurrency : Math.max(concurrency, DEFAULT_MAX_IN_FLIGHT), concurrency, 10_000);
+    const adaptive = maxInFlight > concurrency;
     return {
       metricsPort: r.int('DISPATCHER_METRICS_PORT', 9102, 0, 65535),
       concurrency,
       maxInFlight,
-      webhookConcurrency: r.optionalInt('DISPATCHER_WEBHOOK_CONCURRENCY', 1, maxInFlight),
-      companyConcurrency: r.optionalInt('DISPATCHER_COMPANY_CONCURRENCY', 1, maxInFlight),
+      // A fixed limit gives fixed shares (half of it); an adaptive one, shares that follow it.
+      webhookConcurrency: r.optionalInt('DISPATCHER_WEBHOOK_CONCURRENCY', 1, maxInFlight) ?? (adaptive ? undefined : Math.ceil(concurrency / 2)),
+      companyConcurrency: r.optionalInt('DISPATCHER_COMPANY_CONCURRENCY', 1, maxInFlight) ?? (adaptive ? undefined : Math.ceil(concurrency / 2)),
       lockDurationMs: r.int('DISPATCHER_LOCK_DURATION_MS', 30_000, 1000, 600_000),
       queuedBound: r.int('DISPATCHER_QUEUED_BOUND', QUEUED_BOUND, 1, 1_000_000),
       reconcileIntervalMs: r.int('RECONCILE_INTERVAL_MS', 10_000, 100, 3_600_000),

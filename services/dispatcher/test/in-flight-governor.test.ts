@@ -1,4 +1,5 @@
 import { createInFlightGovernor, nextLimit } from '../src/deliveries/in-flight.governor';
+import { loadDispatcherConfig } from '../src/config';
 import { createWebhookSlots, type Admission, type Slot } from '../src/deliveries/webhook-slots.limiter';
 
 /** The adaptive in-flight limit: its rule on its own, and the pool it resizes (the figures are the bench's). */
@@ -82,5 +83,24 @@ describe('in-flight governor', () => {
     for (const s of held.splice(0, 5)) s.release(OK);
     expect('slot' in (await slots.acquire('x', { companyId: 'x' }))).toBe(true);
     for (const s of held) s.release(OK);
+  });
+});
+
+describe('in-flight settings', () => {
+  // The common settings' defaults suffice here; only the dispatcher's own are read.
+  const load = (env: Record<string, string>) => loadDispatcherConfig({ NODE_ENV: 'test', ...env });
+
+  it('unset, DISPATCHER_CONCURRENCY is the floor (50) of a limit that may reach DISPATCHER_MAX_IN_FLIGHT, with shares that follow it', () => {
+    expect(load({})).toMatchObject({ concurrency: 50, maxInFlight: 2000, webhookConcurrency: undefined, companyConcurrency: undefined });
+    expect(load({ DISPATCHER_MAX_IN_FLIGHT: '300' })).toMatchObject({ concurrency: 50, maxInFlight: 300 });
+  });
+
+  it('set, it is a fixed bound with fixed shares (half of it), as operations.md says', () => {
+    expect(load({ DISPATCHER_CONCURRENCY: '50' })).toMatchObject({ concurrency: 50, maxInFlight: 50, webhookConcurrency: 25, companyConcurrency: 25 });
+    expect(load({ DISPATCHER_CONCURRENCY: '20', DISPATCHER_MAX_IN_FLIGHT: '400' })).toMatchObject({ concurrency: 20, maxInFlight: 400, webhookConcurrency: undefined });
+  });
+
+  it('refuses a ceiling below the floor', () => {
+    expect(() => load({ DISPATCHER_CONCURRENCY: '100', DISPATCHER_MAX_IN_FLIGHT: '10' })).toThrow(/DISPATCHER_MAX_IN_FLIGHT/);
   });
 });
