@@ -48,6 +48,12 @@ export interface DeliveryJob {
    * sent it, so that job's first run need not read the delivery's progress. Absent: read it.
    */
   fresh?: boolean;
+  /**
+   * When a retry is due (ms since the epoch): its job is queued a little before it and the
+   * attempt waits in the process for this time, so the queue's and the pipeline's own delays under
+   * load do not make it late. Absent: at once.
+   */
+  dueAt?: number;
   webhookId: string;
   /** The event's id (`webhook-id`): for the resend of a PING, the PING delivery's own id. */
   eventId: string;
@@ -192,6 +198,7 @@ export const JOBS = {
         deliveryId: uuid,
         attempt: { type: 'integer', minimum: 1, maximum: DELIVERY_MAX_ATTEMPTS },
         fresh: { type: 'boolean' },
+        dueAt: { type: 'integer', minimum: 0 },
         webhookId: uuid,
       },
       required: ['deliveryId', 'attempt', 'webhookId', 'eventId', 'evento', 'data', 'committedAt', 'requestId'],

@@ -7,6 +7,7 @@ import { guia, moveOn } from '../../../test/support/shipment-fixtures';
 import { bearer, createBranch, createCompany, type Company, type TestGateway } from '../../../test/support/test-gateway';
 import { startDispatcherFixture, type DispatcherFixture, type TestDispatcher } from '../../../test/support/test-dispatcher';
 import { createDispatcherMetrics } from '../src/observability/dispatcher-metrics';
+import { RETRY_LEAD_MS } from '../src/deliveries/settle.stage';
 import { sleep } from '../../../test/support/eventually';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -201,6 +202,13 @@ describe('dispatcher: fan-out, signed delivery, retries', () => {
         const job = await deliveryQueue.getJob(`${row!.id}.${attempt}`);
         expect(job === undefined ? 'removed' : await job.getState()).toMatch(/^(completed|removed)$/);
         if (job) expect(job.attemptsMade).toBe(1);
+        // Queued RETRY_LEAD_MS before its due time, and sent no earlier than that time.
+        if (job) {
+          const dueAt = (job.data as { dueAt?: number }).dueAt;
+          expect(dueAt).toEqual(expect.any(Number));
+          expect(Math.abs(job.timestamp + (job.opts.delay ?? 0) - (dueAt! - RETRY_LEAD_MS))).toBeLessThanOrEqual(5);
+          expect(reqs[attempt - 1]!.receivedAt).toBeGreaterThanOrEqual(dueAt! - 2);
+        }
       }
       expect(await deliveryQueue.getJob(`${row!.id}.4`)).toBeUndefined();
       expect(receiver.requestsTo(path)).toHaveLength(3);

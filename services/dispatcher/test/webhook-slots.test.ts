@@ -187,6 +187,20 @@ describe('webhook slots', () => {
       for (const s of a) s.release(OK);
     });
 
+    it('a degraded webhook that fails quickly waits in line for a full pool, as a healthy one does, rather than losing every race to it', async () => {
+      const slots = createWebhookSlots({ slots: 10, perWebhook: 10, maxLocalWaitMs: 5000 });
+      slotOf(await slots.acquire('f')).release(QUICK_FAIL);
+      slotOf(await slots.acquire('f')).release(QUICK_FAIL); // degraded now, quick: 10 / 4 = 2 slots
+      const held = [slotOf(await slots.acquire('f'))];
+      for (let i = 0; i < 8; i++) held.push(slotOf(await slots.acquire(`h${i}`)));
+      // 9 of 10 held: a webhook already sending must leave the reserve (1) free.
+      const second = slots.acquire('f');
+      expect(slots.stats().waitingHere).toBe(1);
+      held.pop()!.release(OK);
+      held.push(slotOf(await second));
+      for (const h of held) h.release(OK);
+    });
+
     it("a retry keeps its own webhook's bound: deferred, not waiting", async () => {
       const slots = createWebhookSlots({ slots: 50, perWebhook: 4, maxLocalWaitMs: 5000 });
       slotOf(await slots.acquire('w')).release(QUICK_FAIL);

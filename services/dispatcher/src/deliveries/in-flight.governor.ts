@@ -22,9 +22,9 @@ const FULL_AT = 0.75;
 /** Below this main-thread busy share a full pool doubles (the CPU has room for twice the sends). */
 const DOUBLE_BELOW = 0.4;
 /** Below this, a full pool grows by a quarter; above it, it holds: close to the CPU's limit, more sends add only latency. */
-const GROW_BELOW = 0.7;
+const GROW_BELOW = 0.85;
 /** Above this the thread is the bottleneck: the pool shrinks by SHRINK_BY. */
-const SHRINK_ABOVE = 0.9;
+const SHRINK_ABOVE = 0.95;
 const SHRINK_BY = 0.8;
 /** A pool used under this share for IDLE_DECISIONS decisions in a row eases back by SHRINK_BY. */
 const IDLE_BELOW = 0.25;

@@ -1,7 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DELIVERY_MAX_ATTEMPTS, retryDelayMs, type DeliveryState } from '@svc/contracts';
 import { attemptDelivery, type AttemptOutcome } from '@svc/webhook-sender';
 import type { DeliveryContext } from './delivery.context';
 import type { Deferred, Ready, Sent } from './delivery.states';
+import { RETRY_LEAD_MS } from './settle.stage';
 
 /**
  * Stage two: the attempt, if its webhook has a free slot (webhook-slots.limiter.ts); otherwise it
@@ -11,6 +13,10 @@ import type { Deferred, Ready, Sent } from './delivery.states';
  */
 export async function send(ctx: DeliveryContext, ready: Ready): Promise<Sent | Deferred> {
   const { delivery, target } = ready;
+  // A retry's job comes early (RETRY_LEAD_MS): the attempt waits for its due time, never longer
+  // than the lead (another host's clock may differ).
+  const early = delivery.dueAt === undefined ? 0 : Math.min(delivery.dueAt - Date.now(), RETRY_LEAD_MS);
+  if (early > 0) await sleep(early);
   // Slots are shared between companies first, then between a company's webhooks. A retry is due at
   // the contract's time (1 s, then 2 s after the previous attempt ended): the limiter lets no other
   // tenant make it late.

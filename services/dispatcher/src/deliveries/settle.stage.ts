@@ -3,6 +3,14 @@ import type { DeliveryContext } from './delivery.context';
 import type { DeliveryStep, Recorded } from './delivery.states';
 
 /**
+ * A retry's job comes out of the delayed set this long before the attempt is due, and the attempt
+ * waits for its time in the process (send.stage.ts): under saturation the queue's promotion and
+ * the pipeline's reads made retries up to 360 ms late at p99 (bench/README.md, issue 30); this
+ * absorbs that, and costs a worker's job (not a send slot) for that long.
+ */
+export const RETRY_LEAD_MS = 300;
+
+/**
  * Stage four, once the record stands: a made attempt's metrics and log line, and its next
  * attempt's job; a deferred attempt only ends its job (the deferral scheduler queues it when due). An attempt another run recorded
  * first settles as that run's: nothing more is done here.
@@ -60,7 +68,7 @@ export function finished(ctx: DeliveryContext, delivery: DeliveryJob, outcome: '
 async function queueAttempt(ctx: DeliveryContext, delivery: DeliveryJob, at: number): Promise<void> {
   const { fresh: _fresh, ...job } = delivery;
   try {
-    await ctx.deliveryQueue.addBulk(bulkJobs(JOBS.delivery, [job], { delay: Math.max(0, at - Date.now()) }));
+    await ctx.deliveryQueue.addBulk(bulkJobs(JOBS.delivery, [{ ...job, dueAt: at }], { delay: Math.max(0, at - RETRY_LEAD_MS - Date.now()) }));
   } catch (err) {
     ctx.logger.warn({ deliveryId: delivery.deliveryId, attempt: delivery.attempt, err: (err as Error).message }, 'attempt not queued; the reconciler will');
   }

@@ -382,7 +382,10 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
       // webhooks never seen yet could wait, a dead tenant's backlog held a healthy tenant's jobs
       // 3.5 s at p95; when waiting also had to leave the reserve free, a single busy webhook's jobs
       // were deferred over and over (bench: 8.6% of the no-op worker against 15.3% before).
-      if (w.degraded || w.avgMs === undefined || turnIn(w) > maxLocalWaitMs) return Promise.resolve(defer(w, reason));
+      // A degraded webhook that fails quickly frees its slot as soon as a healthy one does, so it
+      // waits in line for the pool too (not past its own bound): deferred instead, its first attempts lost every race for a full pool to
+      // jobs that could wait, and none was made while the pool stayed full (bench: 90 of 200).
+      if ((w.degraded && (!quick(w) || atOwnBound(w))) || w.avgMs === undefined || turnIn(w) > maxLocalWaitMs) return Promise.resolve(defer(w, reason));
       return waitHere(id, w, retry, maxLocalWaitMs, reason);
     },
     stats() {
