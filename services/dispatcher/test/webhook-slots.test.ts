@@ -201,6 +201,19 @@ describe('webhook slots', () => {
       for (const h of held) h.release(OK);
     });
 
+    it('a healthy webhook held back by the pool alone waits for the next slot, whatever its own backlog, rather than churning through deferrals', async () => {
+      const slots = createWebhookSlots({ slots: 10, perWebhook: 10, maxLocalWaitMs: 100 });
+      slotOf(await slots.acquire('b')).release({ ok: true, durationMs: 400 }); // a 400 ms receiver
+      const held = [slotOf(await slots.acquire('b'))];
+      for (let i = 0; i < 8; i++) held.push(slotOf(await slots.acquire(`h${i}`)));
+      // 9 of 10 held, and b's own turn estimate (400 ms) is past the local wait of a webhook's backlog.
+      const waiting = slots.acquire('b');
+      expect(slots.stats().waitingHere).toBe(1);
+      held.pop()!.release(OK);
+      held.push(slotOf(await waiting));
+      for (const h of held) h.release(OK);
+    });
+
     it("a retry keeps its own webhook's bound: deferred, not waiting", async () => {
       const slots = createWebhookSlots({ slots: 50, perWebhook: 4, maxLocalWaitMs: 5000 });
       slotOf(await slots.acquire('w')).release(QUICK_FAIL);

@@ -296,6 +296,8 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
     const rank = (x: Waiter): number => (x.retry ? (quick(x.record) ? 0 : 1) : 2);
     for (let pass = 0; pass <= 2; pass++) {
       for (const waiter of waiters) {
+        // A full pool admits no one: with many waiting, every release would otherwise look at all of them.
+        if (total() >= slots) break;
         if (rank(waiter) !== pass || blocked(waiter.record, waiter.retry) !== null) continue;
         clearTimeout(waiter.timer);
         admitted.add(waiter);
@@ -385,7 +387,12 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
       // A degraded webhook that fails quickly frees its slot as soon as a healthy one does, so it
       // waits in line for the pool too (not past its own bound): deferred instead, its first attempts lost every race for a full pool to
       // jobs that could wait, and none was made while the pool stayed full (bench: 90 of 200).
-      if ((w.degraded && (!quick(w) || atOwnBound(w))) || w.avgMs === undefined || turnIn(w) > maxLocalWaitMs) return Promise.resolve(defer(w, reason));
+      if ((w.degraded && (!quick(w) || atOwnBound(w))) || w.avgMs === undefined) return Promise.resolve(defer(w, reason));
+      // Held back by the pool alone, it waits for the next slot to free anywhere, which with many
+      // sends in flight is soon, whatever its own backlog: deferred instead, under saturation it
+      // came back to a pool as full and was deferred again (the bench's never-answering phase: 7
+      // queue scripts per delivery).
+      if (reason !== 'pool_reserve' && turnIn(w) > maxLocalWaitMs) return Promise.resolve(defer(w, reason));
       return waitHere(id, w, retry, maxLocalWaitMs, reason);
     },
     stats() {
