@@ -179,7 +179,12 @@ describe('webhook secrets sealed at rest (SECRETS_KEY)', () => {
     expect(fx.receiver.requestsTo('/victim')).toHaveLength(1);
 
     // A resend (a delivery's own job, through the pipeline's first stage) is held back the same way.
-    const [entrega] = (await api('get', `/webhooks/${victim}/entregas`)).body.data.entregas as Array<{ id: string }>;
+    // The receiver has it before its row commits (sent first, then recorded): wait for the row.
+    let entrega: { id: string } | undefined;
+    await eventually(async () => {
+      [entrega] = (await api('get', `/webhooks/${victim}/entregas`)).body.data.entregas as Array<{ id: string }>;
+      return entrega !== undefined;
+    }, 5000, "the victim's delivery recorded");
     await fx.pool.query('update webhooks set secret = $2 where id = $1', [victim, altered]);
     await sleep(1100); // past the dispatcher's one-second reuse of a webhook's target
     expect((await api('post', `/webhooks/${victim}/entregas/${entrega!.id}/reenviar`)).status).toBe(202);
