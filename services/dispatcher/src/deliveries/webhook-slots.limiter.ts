@@ -379,19 +379,15 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
       // company, or other companies' degraded ones, fill) stand in this retry's way: it waits for
       // the next slot, first in line.
       if (retry && !atOwnBound(w) && (quick(w) || slowRetriesWaiting() < slowRetryWaiters)) return waitHere(id, w, true, RETRY_WAIT_MS, reason);
-      // Waiting here holds one of the worker's jobs, which are few (one or two per slot): only a
-      // healthy webhook known to be fast (its turn within maxLocalWaitMs) may wait. Measured: when
-      // webhooks never seen yet could wait, a dead tenant's backlog held a healthy tenant's jobs
-      // 3.5 s at p95; when waiting also had to leave the reserve free, a single busy webhook's jobs
-      // were deferred over and over (bench: 8.6% of the no-op worker against 15.3% before).
-      // A degraded webhook that fails quickly frees its slot as soon as a healthy one does, so it
-      // waits in line for the pool too (not past its own bound): deferred instead, its first attempts lost every race for a full pool to
-      // jobs that could wait, and none was made while the pool stayed full (bench: 90 of 200).
+      // Waiting here holds one of the worker's jobs, so only a webhook whose slot frees soon waits:
+      // - never one whose attempts have not ended yet (a dead tenant's backlog held a healthy
+      //   tenant's jobs 3.5 s at p95 when it could);
+      // - a degraded one only if it fails quickly and is below its own bound (deferred, its first
+      //   attempts lost every race for a full pool: 90 of 200 made in the bench);
+      // - for its own bound, only if its turn comes within maxLocalWaitMs; for the pool alone,
+      //   always: the next slot to free anywhere is soon, and deferred, it came back to a pool as
+      //   full (7 queue scripts per delivery with 1% of webhooks never answering).
       if ((w.degraded && (!quick(w) || atOwnBound(w))) || w.avgMs === undefined) return Promise.resolve(defer(w, reason));
-      // Held back by the pool alone, it waits for the next slot to free anywhere, which with many
-      // sends in flight is soon, whatever its own backlog: deferred instead, under saturation it
-      // came back to a pool as full and was deferred again (the bench's never-answering phase: 7
-      // queue scripts per delivery).
       if (reason !== 'pool_reserve' && turnIn(w) > maxLocalWaitMs) return Promise.resolve(defer(w, reason));
       return waitHere(id, w, retry, maxLocalWaitMs, reason);
     },
