@@ -88,6 +88,26 @@ describe('the reconciler: Postgres is the record, Redis a work list it rebuilds'
     expect(fx.receiver.requestsTo('/a')).toHaveLength(20);
   }, 30_000);
 
+  it('ends as failed a pending delivery whose event row is gone, rather than claiming it every pass', async () => {
+    fx.receiver.respond('/a', { status: 500 });
+    const d = await fx.addDispatcher({ env: MANUAL });
+    await ship(3);
+    await eventually(async () => (await count(fx.pool, `select count(*) n from entregas where intentos = 1`)) === 6, 10_000, 'first attempts');
+    // The retries' jobs are lost, and so are their events' rows: nothing is left to send.
+    await deletePrefix(redis, fx.prefix);
+    await fx.pool.query(`delete from outbox where id in (select evento_id from entregas where estado = 'pendiente')`);
+    await sleep(2500); // their due time (+1 s) and the grace (1 s) pass
+
+    expect(await d.reconciler.runOnce()).toEqual({ events: 0, deliveries: 0 });
+    const rows = await fx.pool.query<{ estado: string; intentos: number }>(`select estado, intentos from entregas e join webhooks w on w.id = e.webhook_id where w.url like '%/a'`);
+    expect(rows.rows).toEqual(Array(3).fill({ estado: 'fallida', intentos: 1 }));
+    // Ended: a later pass finds nothing to claim, and nothing more was sent.
+    await sleep(1200);
+    expect(await d.reconciler.runOnce()).toEqual({ events: 0, deliveries: 0 });
+    expect(await count(fx.pool, `select count(*) n from entregas where estado = 'pendiente'`)).toBe(0);
+    expect(fx.receiver.requestsTo('/a')).toHaveLength(3);
+  }, 30_000);
+
   it('never queues a delivery that has ended, and two reconcilers racing queue each lost one once', async () => {
     const a = await fx.addDispatcher({ env: MANUAL });
     await ship(20);

@@ -194,7 +194,7 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
   return new Set(result.rows.map((r) => r.id));
 }
 
-/** Ends a pending delivery as failed without an attempt (its webhook was deactivated meanwhile). */
+/** Ends a pending delivery as failed without an attempt (its webhook was deactivated meanwhile, or its event row is gone). */
 export async function abandonDelivery(db: Db, id: string): Promise<boolean> {
   const row = await db
     .updateTable('entregas')

@@ -3,7 +3,7 @@ import { createPeriodicTask, type Db } from '@svc/platform';
 import type { Logger } from '@svc/observability';
 import type { DeliveryJob } from '@svc/contracts';
 import { claimDeferred } from '../deliveries/delivery.repository';
-import { queueClaimedDeliveries } from './reconciler';
+import { logOrphaned, queueClaimedDeliveries } from './reconciler';
 
 export interface DeferralScheduler {
   start(): void;
@@ -64,6 +64,7 @@ export function createDeferralScheduler(options: DeferralSchedulerOptions): Defe
       // reconciler's grace. A job it had already queued is queued again under the same id, and sent once.
       const pass = await db.transaction().execute(async (trx) => queueClaimedDeliveries({ db: trx, deliveryQueue }, await claimDeferred(trx, room)));
       queued += pass.queued;
+      logOrphaned(logger, pass);
       if (pass.seen < room) return queued;
     }
     return queued;

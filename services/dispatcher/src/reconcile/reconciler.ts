@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import { createPeriodicTask, type Db } from '@svc/platform';
 import type { Logger } from '@svc/observability';
 import { bulkJobs, deliveryJobOf, JOBS, type DeliveryJob, type JobContract, type ShipmentEventJob } from '@svc/contracts';
-import { claimOverdue, type OverdueDelivery } from '../deliveries/delivery.repository';
+import { abandonDelivery, claimOverdue, type OverdueDelivery } from '../deliveries/delivery.repository';
 import { findEvents, lockUnfanned } from '../outbox/outbox.repository';
 import { findWebhookModes } from '../webhooks/webhook.repository';
 
@@ -43,6 +43,11 @@ export interface Pass {
   queued: number;
   /** The first few deliveries queued, for a log line. */
   deliveryIds?: string[];
+  /**
+   * Deliveries ended as failed because their event's row (which carries the payload) is gone: with
+   * nothing to send, claimed and skipped they would stay pending for ever, claimed again each pass.
+   */
+  orphaned?: string[];
 }
 
 export interface DeliveryRequeueDeps {
@@ -64,6 +69,7 @@ export async function queueClaimedDeliveries(deps: DeliveryRequeueDeps, overdue:
     findWebhookModes(db, [...new Set(pings.map((o) => o.webhookId))]),
   ]);
   const jobs: DeliveryJob[] = [];
+  const orphaned: string[] = [];
   for (const o of overdue) {
     const common = { deliveryId: o.deliveryId, attempt: o.attempt, webhookId: o.webhookId, eventId: o.eventId };
     if (o.event === 'PING') {
@@ -74,12 +80,22 @@ export async function queueClaimedDeliveries(deps: DeliveryRequeueDeps, overdue:
       continue;
     }
     const event = events.get(o.eventId);
-    if (!event) continue; // its event row is gone (removed by retention): nothing to send
+    if (!event) {
+      // Retention keeps an event while any delivery names it, so only a hand (or a tool writing
+      // straight to the queue) removes it: there is nothing left to sign and send.
+      if (await abandonDelivery(db, o.deliveryId)) orphaned.push(o.deliveryId);
+      continue;
+    }
     // A resend's work was committed when it was made.
     jobs.push({ ...deliveryJobOf(event, o), committedAt: o.resentAt?.toISOString() ?? event.committedAt });
   }
   const n = await requeue(deliveryQueue, JOBS.delivery, jobs);
-  return { seen: overdue.length, queued: n, deliveryIds: jobs.slice(0, 20).map((j) => j.deliveryId) };
+  return { seen: overdue.length, queued: n, deliveryIds: jobs.slice(0, 20).map((j) => j.deliveryId), ...(orphaned.length > 0 ? { orphaned } : {}) };
+}
+
+/** One error line for deliveries ended because their event's row is gone. */
+export function logOrphaned(logger: Logger, pass: Pass): void {
+  if (pass.orphaned) logger.error({ deliveries: pass.orphaned.length, deliveryIds: pass.orphaned.slice(0, 20) }, 'deliveries failed: their event row is gone, nothing to send');
 }
 
 /**
@@ -138,6 +154,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       requeued('delivery', pass.queued);
       logger.warn({ deliveries: pass.queued, deliveryIds: pass.deliveryIds }, 'reconciler: overdue deliveries queued again');
     }
+    logOrphaned(logger, pass);
     return pass;
   }
 
