@@ -2,8 +2,8 @@
 // (100 companies, 1,000 webhooks) saturated at each receiver latency; 1% of its webhooks never
 // answering; and, while the dispatcher stays saturated by them, failing webhooks whose gaps between
 // attempts are measured where they land. Method: bench/README.md ("Real receivers").
-import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/contracts';
-import { ask, deliveredCount, eventJob, now, sleep } from '../support/dispatcher-bench';
+import type { ShipmentEventJob } from '@svc/contracts';
+import { addEvents, ask, deliveredCount, eventJob, now, settleDrainedOutbox, sleep } from '../support/dispatcher-bench';
 import { startFeeder } from '../support/fleet';
 import {
   ascending,
@@ -62,7 +62,7 @@ export async function saturated(
 ): Promise<Saturated> {
   await configureReceiver(b, opts.latencyMs, opts.hang);
   const memory = await memoryMeter(b, { dispatcher: b.dispatcher?.pid });
-  const feeder = startFeeder(b.eventsQueue, next);
+  const feeder = startFeeder(b.eventsQueue, next, { db: b.pool });
   let result: Saturated;
   try {
     await sleep(opts.rampSeconds * 1000);
@@ -96,6 +96,7 @@ export async function drain(b: Bench): Promise<void> {
   await b.eventsQueue.resume();
   await configureReceiver(b, 0, []);
   await waitIdle(b, 300_000);
+  await settleDrainedOutbox(b.pool);
   console.log(`    drained in ${((now() - started) / 1000).toFixed(1)} s (events not yet taken removed; what was taken delivered)`);
 }
 
@@ -141,7 +142,7 @@ export async function retryPrecision(b: Bench, tenants: readonly RetryTenant[]):
   const started = now();
   await paced(RETRY_RATE, RETRY_EVENTS, (i) => {
     const t = tenants[i % tenants.length]!;
-    return b.eventsQueue.addBulk(bulkJobs(JOBS.shipmentEvent, [eventJob(t.empresaId, 20_000_000 + i, new Date().toISOString(), t.webhooksVersion)]));
+    return addEvents(b.eventsQueue, [eventJob(t.empresaId, 20_000_000 + i, new Date().toISOString(), t.webhooksVersion)], b.pool);
   });
   const attempts = new Map<string, Array<[number, number]>>();
   let count = 0;

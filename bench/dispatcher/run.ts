@@ -216,7 +216,7 @@ async function saturationPhase(b: Bench, baselineRate: number): Promise<Saturati
   await b.eventsQueue.pause();
   const addsBefore = await redisCommandStats(b.redis);
   const queueStarted = now();
-  await addEvents(b.eventsQueue, Array.from({ length: EVENTS }, () => eventJob(b.empresaId, b.nextEvent++, new Date().toISOString(), b.webhooksVersion)));
+  await addEvents(b.eventsQueue, Array.from({ length: EVENTS }, () => eventJob(b.empresaId, b.nextEvent++, new Date().toISOString(), b.webhooksVersion)), b.pool);
   const queuedIn = (now() - queueStarted) / 1000;
   const adds = commandDelta(addsBefore, await redisCommandStats(b.redis));
   const receivedBefore = await receiverStats(b);
@@ -472,7 +472,7 @@ async function main(): Promise<void> {
     const baselineRate = runs('saturation') ? await baseline(b, webhookIds[0]!) : undefined;
 
     // Warm-up: JIT, connection pools, the TLS connections (and the pacer's connections).
-    await addEvents(eventsQueue, Array.from({ length: WARMUP_EVENTS }, () => eventJob(empresaId, b.nextEvent++, new Date().toISOString(), webhooksVersion)));
+    await addEvents(eventsQueue, Array.from({ length: WARMUP_EVENTS }, () => eventJob(empresaId, b.nextEvent++, new Date().toISOString(), webhooksVersion)), pool);
     // BENCH_DISPATCHER_NODE_ARGS: e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the dispatcher.
     b.dispatcher = spawned('dispatcher', serviceArgs('dispatcher', build, process.env.BENCH_DISPATCHER_NODE_ARGS?.split(' ').filter(Boolean)), {
       DATABASE_URL: databaseUrl,
@@ -525,7 +525,7 @@ async function main(): Promise<void> {
       const next = fleetEvents(fleet, FLEET_WEBHOOKS_PER_COMPANY, numbering);
       // The fleet's own warm-up: two events per webhook, so every origin has its connections and every company's routes are held.
       await configureReceiver(b, 0);
-      await addEvents(eventsQueue, Array.from({ length: 2 * fleet.webhooks.length }, () => next()));
+      await addEvents(eventsQueue, Array.from({ length: 2 * fleet.webhooks.length }, () => next()), pool);
       await waitIdle(b, 120_000);
       const saturatedRow = (s: Saturated): Row => ({ name: s.label, perSecond: s.rate, load: s.load, memory: s.memory, latency: '-', loadAvg: load1() });
       if (runs('latency')) {

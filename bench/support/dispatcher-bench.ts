@@ -1,6 +1,7 @@
 // What the dispatcher benchmarks share (bench/dispatcher, bench/retention): child processes spoken
 // to over IPC, synthetic shipment events, and the wait on the dispatcher's own delivery counter.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { openSync } from 'node:fs';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -25,7 +26,13 @@ export function child(name: string, script: string, env: Record<string, string>,
 
 /** `node <args>` from the repository's root, without IPC; its stdout discarded, its stderr shown as `[name] ...`. */
 export function spawned(name: string, args: string[], env: Record<string, string>): ChildProcess {
-  const c = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  // BENCH_LOG_DIR: each child's stdout (its log lines) in <dir>/<name>.log, to diagnose a run.
+  const logDir = process.env.BENCH_LOG_DIR;
+  const c = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', logDir ? openSync(join(logDir, `${name}.log`), 'a') : 'ignore', 'pipe'],
+  });
   c.stderr?.on('data', (b: Buffer) => process.stderr.write(`[${name}] ${b.toString()}`));
   return c;
 }
@@ -82,10 +89,45 @@ export function eventJob(empresaId: string, i: number, committedAt: string, webh
   };
 }
 
-export async function addEvents(queue: Queue<ShipmentEventJob>, jobs: ShipmentEventJob[]): Promise<void> {
+/**
+ * Queues events as the gateway's relay would. With `db`, each first gets its outbox row (marked
+ * relayed), as the gateway commits it: a delivery deferred at its first attempt has no job, and the
+ * dispatcher queues it again from that row; without one it could never be sent (issue 30: the
+ * retry phase's "reached" counts were short by exactly those).
+ */
+export async function addEvents(queue: Queue<ShipmentEventJob>, jobs: ShipmentEventJob[], db?: Pick<pg.Pool, 'query'>): Promise<void> {
   for (let i = 0; i < jobs.length; i += 1000) {
-    await queue.addBulk(bulkJobs(JOBS.shipmentEvent, jobs.slice(i, i + 1000)));
+    const chunk = jobs.slice(i, i + 1000);
+    if (db) await insertOutboxRows(db, chunk);
+    await queue.addBulk(bulkJobs(JOBS.shipmentEvent, chunk));
   }
+}
+
+/** The events' outbox rows in one statement, already relayed (the bench queues them itself). */
+export async function insertOutboxRows(db: Pick<pg.Pool, 'query'>, jobs: readonly ShipmentEventJob[]): Promise<void> {
+  await db.query(
+    `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id, enviado_en)
+     select id, empresa_id, sucursal_id, evento, data, request_id, now()
+     from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[], $6::text[]) as v(id, empresa_id, sucursal_id, evento, data, request_id)`,
+    [
+      jobs.map((j) => j.eventId),
+      jobs.map((j) => j.empresaId),
+      jobs.map((j) => j.sucursalId),
+      jobs.map((j) => j.evento),
+      jobs.map((j) => JSON.stringify(j.data)),
+      jobs.map((j) => j.requestId),
+    ],
+  );
+}
+
+/**
+ * Events removed from the queue before any dispatcher took them (`drain`) were never fanned out: their
+ * rows are marked done, or the reconciler would queue them again in a later phase. Called once
+ * nothing is active, so every row still unfanned is one of those.
+ */
+export async function settleDrainedOutbox(db: Pick<pg.Pool, 'query'>): Promise<number> {
+  const { rowCount } = await db.query(`update outbox set repartido_en = now() where repartido_en is null and enviado_en is not null`);
+  return rowCount ?? 0;
 }
 
 /**

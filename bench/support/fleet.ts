@@ -102,7 +102,11 @@ export interface Feeder {
  * by `next`), looking every `everyMs`. The dispatcher then never lacks work, whatever its rate,
  * and what it has not taken when the phase ends is drained from the queue.
  */
-export function startFeeder(queue: Queue<ShipmentEventJob>, next: () => ShipmentEventJob, opts: { low?: number; chunk?: number; everyMs?: number } = {}): Feeder {
+export function startFeeder(
+  queue: Queue<ShipmentEventJob>,
+  next: () => ShipmentEventJob,
+  opts: { low?: number; chunk?: number; everyMs?: number; db?: Pick<pg.Pool, 'query'> } = {},
+): Feeder {
   const low = opts.low ?? 3000;
   const chunk = opts.chunk ?? 1000;
   const everyMs = opts.everyMs ?? 100;
@@ -112,7 +116,7 @@ export function startFeeder(queue: Queue<ShipmentEventJob>, next: () => Shipment
     while (running) {
       const waiting = await queue.getWaitingCount();
       if (waiting < low) {
-        await addEvents(queue, Array.from({ length: chunk }, next));
+        await addEvents(queue, Array.from({ length: chunk }, next), opts.db);
         added += chunk;
       } else {
         await sleep(everyMs);
