@@ -39,11 +39,13 @@ ARG PORTS
 # follows the variable, so a port changed at run time is still the one checked.
 ARG METRICS_PORT_VAR
 ARG METRICS_PORT
-# V8's heap bounds for the service (package.json's start:prod passes the same on node's command line):
-# a young generation of 4 MB a half and a cap on the old one, so the heap stays near what is live.
+# node's flags for the service, as package.json's start:prod passes them (docs/decisions/0007): a
+# young generation of 4 MB a half and a cap on the old one, so the heap stays near what is live; the
+# dispatcher's garbage collection on its main thread alone. On node's command line (CMD), not in
+# NODE_OPTIONS, which refuses most V8 flags (--single-threaded-gc among them); overridable at run time.
 ARG NODE_FLAGS=""
 ENV NODE_ENV=production \
-    NODE_OPTIONS=${NODE_FLAGS} \
+    NODE_FLAGS=${NODE_FLAGS} \
     SVC_METRICS_PORT_VAR=${METRICS_PORT_VAR} \
     ${METRICS_PORT_VAR}=${METRICS_PORT}
 WORKDIR /app
@@ -54,6 +56,7 @@ EXPOSE ${PORTS}
 # Ready = Postgres and Redis answer (the metrics port's /readyz). No curl in the slim image: node's fetch.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
     CMD ["node", "-e", "const e=process.env;fetch('http://127.0.0.1:'+e[e.SVC_METRICS_PORT_VAR]+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# The compiled bundle (`pnpm build`), as the service's `start:prod` script runs it: plain node, no tsx.
-# node is PID 1's only child (compose's init), so SIGTERM reaches it and the graceful stop runs.
-CMD ["node", "dist/main.js"]
+# The compiled bundle (`pnpm build`), as the root `start:prod` script runs it: plain node with its
+# flags, no tsx. The shell only expands NODE_FLAGS and `exec`s node, so node is PID 1's only child
+# (compose's init): SIGTERM reaches it and the graceful stop runs.
+CMD ["/bin/sh", "-c", "exec node $NODE_FLAGS dist/main.js"]
