@@ -216,13 +216,14 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       deliveryQueue,
       logger,
       requeued: (kind, n) => metrics.reconcilerRequeued.inc({ kind }, n),
+      failed: (evento) => metrics.delivered(evento, 'failure'),
       intervalMs: config.reconcileIntervalMs,
       graceMs: config.reconcileGraceMs,
     });
     reconciler.start();
     undo.push('reconciler', () => reconciler.stop());
 
-    const deferrals = createDeferralScheduler({ db, deliveryQueue, logger, queuedBound: config.queuedBound });
+    const deferrals = createDeferralScheduler({ db, deliveryQueue, logger, queuedBound: config.queuedBound, failed: (evento) => metrics.delivered(evento, 'failure') });
     deferrals.start();
     undo.push('deferral scheduler', () => deferrals.stop());
 

@@ -98,7 +98,14 @@ describe('the reconciler: Postgres is the record, Redis a work list it rebuilds'
     await fx.pool.query(`delete from outbox where id in (select evento_id from entregas where estado = 'pendiente')`);
     await sleep(2500); // their due time (+1 s) and the grace (1 s) pass
 
+    const failures = async (): Promise<number> => {
+      const text = await (await fetch(`http://127.0.0.1:${d.metricsPort}/metrics`)).text();
+      return [...text.matchAll(/^svc_webhook_deliveries_total\{[^}]*outcome="failure"[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    const failedBefore = await failures();
     expect(await d.reconciler.runOnce()).toEqual({ events: 0, deliveries: 0 });
+    // Counted as failed deliveries, as any other that ends so.
+    expect((await failures()) - failedBefore).toBe(3);
     const rows = await fx.pool.query<{ estado: string; intentos: number }>(`select estado, intentos from entregas e join webhooks w on w.id = e.webhook_id where w.url like '%/a'`);
     expect(rows.rows).toEqual(Array(3).fill({ estado: 'fallida', intentos: 1 }));
     // Ended: a later pass finds nothing to claim, and nothing more was sent.

@@ -1,9 +1,9 @@
 import type { Queue } from 'bullmq';
 import { createPeriodicTask, type Db } from '@svc/platform';
 import type { Logger } from '@svc/observability';
-import type { DeliveryJob } from '@svc/contracts';
+import type { DeliveryJob, EventName } from '@svc/contracts';
 import { claimDeferred } from '../deliveries/delivery.repository';
-import { logOrphaned, queueClaimedDeliveries } from './reconciler';
+import { queueClaimedDeliveries, reportOrphaned } from './reconciler';
 
 export interface DeferralScheduler {
   start(): void;
@@ -16,6 +16,8 @@ export interface DeferralSchedulerOptions {
   db: Db;
   deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk' | 'getJobState' | 'remove' | 'getJobCounts'>;
   logger: Logger;
+  /** Counts a delivery ended as failed because its event row is gone (svc_webhook_deliveries_total). */
+  failed?: (event: EventName) => void;
   /** How often it looks. Default SCHEDULER_INTERVAL_MS. */
   intervalMs?: number;
   /** Waiting and delayed delivery jobs past which nothing more is queued. Default QUEUED_BOUND. */
@@ -64,7 +66,7 @@ export function createDeferralScheduler(options: DeferralSchedulerOptions): Defe
       // reconciler's grace. A job it had already queued is queued again under the same id, and sent once.
       const pass = await db.transaction().execute(async (trx) => queueClaimedDeliveries({ db: trx, deliveryQueue }, await claimDeferred(trx, room)));
       queued += pass.queued;
-      logOrphaned(logger, pass);
+      reportOrphaned(logger, pass, options.failed);
       if (pass.seen < room) return queued;
     }
     return queued;

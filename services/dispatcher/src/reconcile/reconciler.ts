@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { createPeriodicTask, type Db } from '@svc/platform';
 import type { Logger } from '@svc/observability';
-import { bulkJobs, deliveryJobOf, JOBS, type DeliveryJob, type JobContract, type ShipmentEventJob } from '@svc/contracts';
+import { bulkJobs, deliveryJobOf, JOBS, type DeliveryJob, type EventName, type JobContract, type ShipmentEventJob } from '@svc/contracts';
 import { abandonDelivery, claimOverdue, type OverdueDelivery } from '../deliveries/delivery.repository';
 import { findEvents, lockUnfanned } from '../outbox/outbox.repository';
 import { findWebhookModes } from '../webhooks/webhook.repository';
@@ -22,6 +22,8 @@ export interface ReconcilerOptions {
   logger: Logger;
   /** Counts what was queued again, by kind (event, delivery). */
   requeued: (kind: 'event' | 'delivery', n: number) => void;
+  /** Counts a delivery ended as failed because its event row is gone (svc_webhook_deliveries_total). */
+  failed?: (event: EventName) => void;
   /** RECONCILE_INTERVAL_MS: how often it looks. */
   intervalMs: number;
   /** RECONCILE_GRACE_MS: how late an event's fan-out or a delivery's attempt must be to count as lost. */
@@ -47,7 +49,7 @@ export interface Pass {
    * Deliveries ended as failed because their event's row (which carries the payload) is gone: with
    * nothing to send, claimed and skipped they would stay pending for ever, claimed again each pass.
    */
-  orphaned?: string[];
+  orphaned?: Array<{ deliveryId: string; event: EventName }>;
 }
 
 export interface DeliveryRequeueDeps {
@@ -69,7 +71,7 @@ export async function queueClaimedDeliveries(deps: DeliveryRequeueDeps, overdue:
     findWebhookModes(db, [...new Set(pings.map((o) => o.webhookId))]),
   ]);
   const jobs: DeliveryJob[] = [];
-  const orphaned: string[] = [];
+  const orphaned: Array<{ deliveryId: string; event: EventName }> = [];
   for (const o of overdue) {
     const common = { deliveryId: o.deliveryId, attempt: o.attempt, webhookId: o.webhookId, eventId: o.eventId };
     if (o.event === 'PING') {
@@ -83,7 +85,7 @@ export async function queueClaimedDeliveries(deps: DeliveryRequeueDeps, overdue:
     if (!event) {
       // Retention keeps an event while any delivery names it, so only a hand (or a tool writing
       // straight to the queue) removes it: there is nothing left to sign and send.
-      if (await abandonDelivery(db, o.deliveryId)) orphaned.push(o.deliveryId);
+      if (await abandonDelivery(db, o.deliveryId)) orphaned.push({ deliveryId: o.deliveryId, event: o.event });
       continue;
     }
     // A resend's work was committed when it was made.
@@ -93,9 +95,11 @@ export async function queueClaimedDeliveries(deps: DeliveryRequeueDeps, overdue:
   return { seen: overdue.length, queued: n, deliveryIds: jobs.slice(0, 20).map((j) => j.deliveryId), ...(orphaned.length > 0 ? { orphaned } : {}) };
 }
 
-/** One error line for deliveries ended because their event's row is gone. */
-export function logOrphaned(logger: Logger, pass: Pass): void {
-  if (pass.orphaned) logger.error({ deliveries: pass.orphaned.length, deliveryIds: pass.orphaned.slice(0, 20) }, 'deliveries failed: their event row is gone, nothing to send');
+/** Deliveries ended because their event's row is gone: one error line, and each counted as failed. */
+export function reportOrphaned(logger: Logger, pass: Pass, failed?: (event: EventName) => void): void {
+  if (!pass.orphaned) return;
+  for (const o of pass.orphaned) failed?.(o.event);
+  logger.error({ deliveries: pass.orphaned.length, deliveryIds: pass.orphaned.slice(0, 20).map((o) => o.deliveryId) }, 'deliveries failed: their event row is gone, nothing to send');
 }
 
 /**
@@ -130,7 +134,7 @@ async function requeue<P>(
  * worker checks the record before it sends.
  */
 export function createReconciler(options: ReconcilerOptions): Reconciler {
-  const { db, eventsQueue, deliveryQueue, logger, requeued, intervalMs, graceMs } = options;
+  const { db, eventsQueue, deliveryQueue, logger, requeued, failed, intervalMs, graceMs } = options;
   const batchSize = options.batchSize ?? BATCH_SIZE;
   // runOnce is a function declaration (hoisted): the task may name it before its text.
   const task = createPeriodicTask({ name: 'reconciler', logger, intervalMs, run: runOnce });
@@ -154,7 +158,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       requeued('delivery', pass.queued);
       logger.warn({ deliveries: pass.queued, deliveryIds: pass.deliveryIds }, 'reconciler: overdue deliveries queued again');
     }
-    logOrphaned(logger, pass);
+    reportOrphaned(logger, pass, failed);
     return pass;
   }
 
