@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type pg from 'pg';
+import { JOBS } from '@svc/contracts';
 import { eventually, sleep } from '../../../test/support/eventually';
 import type { Receiver } from '../../../test/support/https-receiver';
 import { createBatch, guia } from '../../../test/support/shipment-fixtures';
@@ -98,7 +99,18 @@ describe('a dispatcher killed in the middle of a batch loses no delivery', () =>
       const r = await pool.query<{ estado: string; n: string }>('select estado, count(*) n from entregas group by estado');
       counts = r.rows.map((x) => ({ estado: x.estado, n: Number(x.n) }));
       if (counts.length === 1 && counts[0]!.estado === 'exitosa' && counts[0]!.n === expected) break;
-      if (Date.now() > end) throw new Error(`deliveries not finished: ${JSON.stringify(counts)}`);
+      if (Date.now() > end) {
+        // What a failure needs to be understood (it flaked once under CI's load): where the
+        // unfinished rows stand, what the queue holds, and what the survivor complained of.
+        const stuck = await pool.query(
+          `select diferida, intentos, proximo_intento_en < now() as due, count(*)::int as n from entregas where estado = 'pendiente' group by 1, 2, 3`,
+        );
+        const queued = await fx.queue(JOBS.delivery.queue).getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');
+        const complaints = survivor!.lines.filter((l) => /"level":(40|50|60)/.test(l)).slice(-10);
+        throw new Error(
+          `deliveries not finished: ${JSON.stringify(counts)}; pending rows ${JSON.stringify(stuck.rows)}; delivery jobs ${JSON.stringify(queued)}; survivor's last warnings ${complaints.join('\n')}`,
+        );
+      }
       await sleep(100);
     }
     const rows = (await pool.query<{ id: string; exitoso: boolean; status_code: number }>('select id, exitoso, status_code from entregas')).rows;
