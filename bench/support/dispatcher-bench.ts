@@ -104,7 +104,7 @@ export async function addEvents(queue: Queue<ShipmentEventJob>, jobs: ShipmentEv
 }
 
 /** The events' outbox rows in one statement, already relayed (the bench queues them itself). */
-export async function insertOutboxRows(db: Pick<pg.Pool, 'query'>, jobs: readonly ShipmentEventJob[]): Promise<void> {
+async function insertOutboxRows(db: Pick<pg.Pool, 'query'>, jobs: readonly ShipmentEventJob[]): Promise<void> {
   await db.query(
     `insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id, enviado_en)
      select id, empresa_id, sucursal_id, evento, data, request_id, now()
@@ -125,9 +125,8 @@ export async function insertOutboxRows(db: Pick<pg.Pool, 'query'>, jobs: readonl
  * rows are marked done, or the reconciler would queue them again in a later phase. Called once
  * nothing is active, so every row still unfanned is one of those.
  */
-export async function settleDrainedOutbox(db: Pick<pg.Pool, 'query'>): Promise<number> {
-  const { rowCount } = await db.query(`update outbox set repartido_en = now() where repartido_en is null and enviado_en is not null`);
-  return rowCount ?? 0;
+export async function settleDrainedOutbox(db: Pick<pg.Pool, 'query'>): Promise<void> {
+  await db.query(`update outbox set repartido_en = now() where repartido_en is null and enviado_en is not null`);
 }
 
 /**
