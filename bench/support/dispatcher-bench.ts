@@ -1,7 +1,7 @@
 // What the dispatcher benchmarks share (bench/dispatcher, bench/retention): child processes spoken
 // to over IPC, synthetic shipment events, and the wait on the dispatcher's own delivery counter.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { openSync } from 'node:fs';
+import { mkdirSync, openSync } from 'node:fs';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -28,6 +28,7 @@ export function child(name: string, script: string, env: Record<string, string>,
 export function spawned(name: string, args: string[], env: Record<string, string>): ChildProcess {
   // BENCH_LOG_DIR: each child's stdout (its log lines) in <dir>/<name>.log, to diagnose a run.
   const logDir = process.env.BENCH_LOG_DIR;
+  if (logDir) mkdirSync(logDir, { recursive: true });
   const c = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, ...env },
