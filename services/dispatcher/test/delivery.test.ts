@@ -23,6 +23,7 @@ interface EntregaRow {
   status_code: number;
   intentos: number;
   ultimo_intento_en: Date | null;
+  proximo_intento_en: Date | null;
 }
 
 describe('dispatcher: fan-out, signed delivery, retries', () => {
@@ -235,6 +236,21 @@ describe('dispatcher: fan-out, signed delivery, retries', () => {
     expect(row).toMatchObject({ exitoso: true, status_code: 200, intentos: 2 });
     await sleep(2500);
     expect(receiver.requestsTo('/flaky')).toHaveLength(2);
+  }, 15_000);
+
+  it('dates the next attempt from when the answer ended: the logged start plus its duration, then 1 s', async () => {
+    const c = await createCompany(gw, funded);
+    // A failure that takes 300 ms, then a success slow enough to read the row between the two.
+    receiver.respond('/slow-fail', [{ status: 503, delayMs: 300 }, { status: 200, delayMs: 1500 }]);
+    const w = await hook(c, '/slow-fail');
+    await ship(c.live);
+    const [row] = await until('the first attempt recorded', () => deliveriesOf(w.id), (r) => r[0]?.intentos === 1);
+    const attempt = await pool.query<{ fecha: Date; duracion_ms: number }>('select fecha, duracion_ms from entrega_intentos where entrega_id = $1 and numero = 1', [row!.id]);
+    const { fecha, duracion_ms } = attempt.rows[0]!;
+    expect(duracion_ms).toBeGreaterThanOrEqual(300);
+    // Not when the process got round to it after the answer: exactly the contract's 1 s after it.
+    expect(row!.proximo_intento_en!.getTime() - (fecha.getTime() + duracion_ms)).toBe(1000);
+    await until('the second attempt succeeded', () => deliveriesOf(w.id), (r) => r[0]?.estado === 'exitosa');
   }, 15_000);
 
   it('fails an attempt after 5 s without an answer (statusCode 0); a webhook deactivated meanwhile gets no more attempts', async () => {

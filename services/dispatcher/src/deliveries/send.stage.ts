@@ -46,7 +46,10 @@ export async function send(ctx: DeliveryContext, ready: Ready): Promise<Sent | D
       throw err;
     },
   );
-  const endedAt = Date.now();
+  // When the answer ended, as the sender saw it (its start plus its duration), not when this line
+  // runs: under saturation the hops between (the connection's hand-back, the slot's release) took
+  // tens of ms, and the next attempt, due 1 s or 2 s after this time, came as late.
+  const endedAt = Date.parse(outcome.timestamp) + outcome.durationMs;
   ctx.metrics.attempt(outcome.result, outcome.durationMs);
 
   const last = outcome.ok || delivery.attempt >= DELIVERY_MAX_ATTEMPTS;
