@@ -11,7 +11,7 @@ import {
   serveMetrics,
 } from '@svc/platform';
 import { createLogger, type Logger } from '@svc/observability';
-import { JOBS } from '@svc/contracts';
+import { JOBS, type EventName } from '@svc/contracts';
 import { createWebhookSender } from '@svc/webhook-sender';
 import type { DispatcherConfig } from './config';
 import { createFanOut } from './fan-out/fan-out.worker';
@@ -210,20 +210,22 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       await Promise.all([fanOut.drain(), deliveries.drain()]);
     });
 
+    // A delivery either periodic task ends as failed (its event row gone) is counted as every failed one is.
+    const deliveryFailed = (evento: EventName): void => metrics.delivered(evento, 'failure');
     const reconciler = createReconciler({
       db,
       eventsQueue,
       deliveryQueue,
       logger,
       requeued: (kind, n) => metrics.reconcilerRequeued.inc({ kind }, n),
-      failed: (evento) => metrics.delivered(evento, 'failure'),
+      failed: deliveryFailed,
       intervalMs: config.reconcileIntervalMs,
       graceMs: config.reconcileGraceMs,
     });
     reconciler.start();
     undo.push('reconciler', () => reconciler.stop());
 
-    const deferrals = createDeferralScheduler({ db, deliveryQueue, logger, queuedBound: config.queuedBound, failed: (evento) => metrics.delivered(evento, 'failure') });
+    const deferrals = createDeferralScheduler({ db, deliveryQueue, logger, queuedBound: config.queuedBound, failed: deliveryFailed });
     deferrals.start();
     undo.push('deferral scheduler', () => deferrals.stop());
 
