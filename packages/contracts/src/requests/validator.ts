@@ -62,21 +62,39 @@ export function describeError(err: ErrorObject): string {
 // eslint-disable-next-line no-control-regex -- U+0000 is the very character to find
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-/** The path of the first string that Postgres could not store as given, if any. */
-function unstorableField(value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') return UNSTORABLE.test(value) ? path || '(body)' : undefined;
+/**
+ * The path (innermost first) to the first string that Postgres could not store as given, if any.
+ * The path is built only once such a string is found: every valid body is walked, and building each
+ * field's path on the way cost a string per field.
+ */
+function unstorablePath(value: unknown): Array<string | number> | undefined {
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? [] : undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = unstorableField(value[i], `${path}[${i}]`);
-      if (found) return found;
+      const found = unstorablePath(value[i]);
+      if (found) return (found.push(i), found);
     }
   } else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      const found = unstorableField(v, path ? `${path}.${k}` : k);
-      if (found) return found;
+    const record = value as Record<string, unknown>;
+    for (const k in record) {
+      if (!Object.prototype.hasOwnProperty.call(record, k)) continue;
+      const found = unstorablePath(record[k]);
+      if (found) return (found.push(k), found);
     }
   }
   return undefined;
+}
+
+/** The path of the first string that Postgres could not store as given (`a.b[2].c`, `(body)` for the body itself), if any. */
+function unstorableField(value: unknown): string | undefined {
+  const path = unstorablePath(value);
+  if (path === undefined) return undefined;
+  let text = '';
+  for (let i = path.length - 1; i >= 0; i--) {
+    const part = path[i]!;
+    text = typeof part === 'number' ? `${text}[${part}]` : text ? `${text}.${part}` : part;
+  }
+  return text || '(body)';
 }
 
 export type JsonSchema = Readonly<Record<string, unknown>>;
@@ -129,7 +147,7 @@ export function compile<T>(schema: JsonSchema): Validator<T> {
       throw new AppError('VALIDATION_ERROR', describeErrors(listed ?? fn.errors ?? []));
     }
     // Walked only once the schema holds, so its depth and size are bounded.
-    const bad = unstorableField(value, '');
+    const bad = unstorableField(value);
     if (bad) throw new AppError('VALIDATION_ERROR', `${bad} must not contain NUL characters or unpaired surrogates`);
     return value;
   };
