@@ -43,7 +43,7 @@ describe('in-flight limit rule', () => {
 
 describe('in-flight governor', () => {
   it('widens a pool that slow sends keep full, and the pool admits the sends it held back', async () => {
-    const slots = createWebhookSlots({ slots: 4, maxLocalWaitMs: 5000 });
+    const slots = createWebhookSlots({ slots: 4, maxLocalWaitMs: 5000, maxPoolWaitMs: 5000 });
     // Healthy, known webhooks, each sending one at a time: the pool is the only bound in the way.
     for (const id of ['a', 'b', 'c', 'd', 'e', 'f']) slotOf(await slots.acquire(id, { companyId: id })).release(OK);
     const held = await Promise.all(['a', 'b', 'c'].map(async (id) => slotOf(await slots.acquire(id, { companyId: id }))));

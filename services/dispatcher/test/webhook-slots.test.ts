@@ -54,7 +54,7 @@ describe('webhook slots', () => {
 
   it('a webhook already sending leaves a reserve free, so another tenant starts at once', async () => {
     // 20 slots: a reserve of 2. One webhook with a bound of 20 gets 18, then waits.
-    const slots = createWebhookSlots({ slots: 20, perWebhook: 20, maxLocalWaitMs: 10 });
+    const slots = createWebhookSlots({ slots: 20, perWebhook: 20, maxLocalWaitMs: 10, maxPoolWaitMs: 10 });
     const a: Slot[] = [];
     for (let i = 0; i < 18; i++) a.push(slotOf(await slots.acquire('a')));
     expect(deferralOf(await slots.acquire('a')).reason).toBe('pool_reserve');
@@ -170,7 +170,7 @@ describe('webhook slots', () => {
     });
 
     it("a quick webhook's retry may take the reserve a webhook already sending leaves free; a slow one's may not", async () => {
-      const slots = createWebhookSlots({ slots: 20, perWebhook: 20, maxLocalWaitMs: 10 });
+      const slots = createWebhookSlots({ slots: 20, perWebhook: 20, maxLocalWaitMs: 10, maxPoolWaitMs: 10 });
       slotOf(await slots.acquire('a')).release(OK);
       const a: Slot[] = [];
       for (let i = 0; i < 18; i++) a.push(slotOf(await slots.acquire('a')));
@@ -212,6 +212,28 @@ describe('webhook slots', () => {
       held.pop()!.release(OK);
       held.push(slotOf(await waiting));
       for (const h of held) h.release(OK);
+    });
+
+    it('a send held back by a pool the governor just shrank waits for the sends over the new size to end (up to a second), rather than being deferred after 100 ms', async () => {
+      // Defaults: a webhook's own backlog waits 100 ms at most, a full pool 1 s.
+      const slots = createWebhookSlots({ slots: 20 });
+      const held: Slot[] = [];
+      for (let i = 0; i < 10; i++) {
+        slotOf(await slots.acquire(`w${i}`, { companyId: `c${i}` })).release({ ok: true, durationMs: 500 });
+        held.push(slotOf(await slots.acquire(`w${i}`, { companyId: `c${i}` })));
+      }
+      // Shrunk by half: a webhook already sending gets no slot until fewer than four sends are in
+      // flight (the new size, 5, less its reserve), that is until seven of the ten have ended.
+      slots.resize(5);
+      const t0 = Date.now();
+      const waiting = slots.acquire('w0', { companyId: 'c0' });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(slots.stats().waitingHere).toBe(1);
+      for (const s of held.splice(1, 7)) s.release({ ok: true, durationMs: 500 });
+      held.push(slotOf(await waiting));
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
+      expect(slots.refusals()).toBe(1);
+      for (const s of held) s.release(OK);
     });
 
     it("a retry keeps its own webhook's bound: deferred, not waiting", async () => {

@@ -68,8 +68,13 @@ export interface SlotLimiterOptions {
   perWebhook?: number;
   /** DISPATCHER_COMPANY_CONCURRENCY: sends in flight for one company's webhooks in this process. Default `perWebhook`. */
   perCompany?: number;
-  /** Longest a job waits here for its turn before it is deferred instead. Default 100 ms. */
+  /** Longest a job waits here for its webhook's or company's turn before it is deferred instead. Default 100 ms. */
   maxLocalWaitMs?: number;
+  /**
+   * Longest a send held back by the pool alone (full, or its reserve) waits here for the next slot
+   * before it is deferred. Default POOL_WAIT_MS.
+   */
+  maxPoolWaitMs?: number;
   /** Longest a deferral lasts: a deferred job looks again at least this often. Default 30 s. */
   maxDeferMs?: number;
   /** Told when a webhook becomes degraded or recovers. */
@@ -109,6 +114,14 @@ const QUICK_ATTEMPT_MS = 1000;
  * late already, and the wait holds one of the worker's jobs.
  */
 const RETRY_WAIT_MS = 1000;
+/**
+ * Longest a healthy webhook's send waits here for a slot of a full pool. A slot frees whenever any
+ * send ends, so the wait is short in steady state; but when the governor shrinks the pool by a fifth
+ * no slot is free until that many sends have ended (about 200 ms at 500 ms receivers), and with a
+ * 100 ms wait 45% of the sends to 500 ms receivers were deferred once (a trip through Postgres and
+ * the delivery queue each, 3.6 queue scripts per delivery against 2). As long as a retry's wait.
+ */
+const POOL_WAIT_MS = 1000;
 
 interface CompanyRecord {
   inFlight: number;
@@ -173,6 +186,7 @@ export interface WebhookSlots {
 export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
   const now = options.now ?? Date.now;
   const maxLocalWaitMs = options.maxLocalWaitMs ?? 100;
+  const maxPoolWaitMs = options.maxPoolWaitMs ?? POOL_WAIT_MS;
   const maxDeferMs = options.maxDeferMs ?? 30_000;
   if (options.perWebhook !== undefined && !(options.perWebhook >= 1)) throw new Error('perWebhook must be at least 1');
   if (options.perCompany !== undefined && !(options.perCompany >= 1)) throw new Error('perCompany must be at least 1');
@@ -391,11 +405,12 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
       // - a degraded one only if it fails quickly and is below its own bound (deferred, its first
       //   attempts lost every race for a full pool: 90 of 200 made in the bench);
       // - for its own bound, only if its turn comes within maxLocalWaitMs; for the pool alone,
-      //   always: the next slot to free anywhere is soon, and deferred, it came back to a pool as
-      //   full (7 queue scripts per delivery with 1% of webhooks never answering).
+      //   always, for up to maxPoolWaitMs: the next slot to free anywhere is soon, and deferred, it
+      //   came back to a pool as full (7 queue scripts per delivery with 1% of webhooks never
+      //   answering).
       if ((w.degraded && (!quick(w) || atOwnBound(w))) || w.avgMs === undefined) return Promise.resolve(defer(w, reason));
       if (reason !== 'pool_reserve' && turnIn(w) > maxLocalWaitMs) return Promise.resolve(defer(w, reason));
-      return waitHere(id, w, retry, maxLocalWaitMs, reason);
+      return waitHere(id, w, retry, reason === 'pool_reserve' ? maxPoolWaitMs : maxLocalWaitMs, reason);
     },
     stats() {
       const at = now();
