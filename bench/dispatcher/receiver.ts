@@ -15,6 +15,7 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
@@ -88,7 +89,12 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   });
 }
 
-const options = { key: readFileSync(join(certs, 'receiver.key')), cert: readFileSync(join(certs, 'receiver.pem')), keepAliveTimeout: 60_000 };
+// One set of session-ticket keys for every port: the ports stand for companies' hosts, and undici
+// keys its TLS session cache by host name alone, so with a set per port (Node's default) a session
+// from one port was offered to the next and refused, and nearly every new connection was a full
+// handshake (21 resumed of 1,617). Distinct hosts would each resume their own.
+const ticketKeys = randomBytes(48);
+const options = { key: readFileSync(join(certs, 'receiver.key')), cert: readFileSync(join(certs, 'receiver.pem')), keepAliveTimeout: 60_000, ticketKeys };
 const servers: Server[] = ports.map(() => {
   const server = createServer(options, handle);
   server.on('secureConnection', (socket) => {
