@@ -216,6 +216,9 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
   const webhooks = new Map<string, WebhookRecord>();
   const companies = new Map<string, CompanyRecord>();
   const held: Record<SlotState, number> = { healthy: 0, degraded: 0 };
+  // Companies holding degraded slots now: counted as slots are taken and given back, since every
+  // degraded webhook's admission asks (degradedShareOf) and a walk of all companies cost as much.
+  let degradedHolders = 0;
   let waiters: Waiter[] = [];
   let refusals = 0;
   const widens = (reason: DeferReason): boolean =>
@@ -229,8 +232,7 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
 
   /** A company's equal part of the degraded budget: between those holding degraded slots, and itself. */
   function degradedShareOf(c: CompanyRecord): number {
-    let holders = c.degradedInFlight > 0 ? 0 : 1;
-    for (const other of companies.values()) if (other.degradedInFlight > 0) holders++;
+    const holders = degradedHolders + (c.degradedInFlight > 0 ? 0 : 1);
     return Math.max(1, Math.ceil(degradedBudget / holders));
   }
 
@@ -268,7 +270,7 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
     const state: SlotState = w.degraded ? 'degraded' : 'healthy';
     w.inFlight++;
     w.company.inFlight++;
-    if (state === 'degraded') w.company.degradedInFlight++;
+    if (state === 'degraded' && w.company.degradedInFlight++ === 0) degradedHolders++;
     w.lastUsed = now();
     held[state]++;
     let released = false;
@@ -279,7 +281,7 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
         released = true;
         w.inFlight--;
         w.company.inFlight--;
-        if (state === 'degraded') w.company.degradedInFlight--;
+        if (state === 'degraded' && --w.company.degradedInFlight === 0) degradedHolders--;
         held[state]--;
         learn(id, w, outcome);
         wake();
