@@ -2,7 +2,6 @@ import type { Request } from 'express';
 import type { Modo } from '@svc/contracts';
 import type { Principal } from '../auth/principal';
 import { API_USER } from '../activity/activity.repository';
-import { principalOf } from '../http/request-principal';
 
 /**
  * One company's data in one mode (a test token's is the sandbox's), narrowed to a branch when
@@ -14,6 +13,11 @@ export interface CompanyScope {
   /** Set for a branch token. */
   sucursalId: string | null;
   modo: Modo;
+}
+
+/** The caller of an `/api/v1` route: `authenticate` runs before every one of them and sets it, or answers 401. */
+export function principalOf(req: Request): Principal {
+  return req.principal!;
 }
 
 /** A token's scope: its company, mode and branch (a test token works in the sandbox, docs/integrators.md). */

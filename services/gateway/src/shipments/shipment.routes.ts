@@ -5,8 +5,7 @@ import { route } from '../http/route-table';
 import { idempotencyRequest } from '../idempotency/idempotency';
 import { createShipments, listPage, simulateTransition, tracking, transitionShipment, type CreateAnswer } from './shipment.service';
 import { sendData, sendJson } from '../http/send-json';
-import { principalOf } from '../http/request-principal';
-import { apiDoor, scopeOf, type Door } from '../companies/company-scope';
+import { apiDoor, principalOf, scopeOf, type Door } from '../companies/company-scope';
 import { OPERATOR } from '../activity/activity.repository';
 
 function send(res: Response, answer: CreateAnswer): void {
