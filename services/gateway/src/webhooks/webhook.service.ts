@@ -12,8 +12,7 @@ import {
 import { webhookTargetOf, type Db } from '@svc/platform';
 import { attemptDelivery, checkWebhookUrl } from '@svc/webhook-sender';
 import type { GatewayDeps } from '../deps';
-import type { Principal } from '../auth/principal';
-import type { CompanyScope } from '../companies/company-scope';
+import type { Caller, CompanyScope } from '../companies/company-scope';
 import { lockCompany } from '../companies/company.repository';
 import { insertPingDelivery, lastAttemptPerWebhook, latestDeliveries } from '../deliveries/delivery.repository';
 import { presentDelivery, presentLast } from '../deliveries/delivery.presenter';
@@ -60,8 +59,8 @@ export function generateSecret(): string {
  * Creating, updating, deactivating, testing, resending to and rotating the secret of webhooks belong
  * to the head account: a branch token gets 403.
  */
-export function requireHead(p: Principal): void {
-  if (p.sucursal) throw new AppError('FORBIDDEN', 'a branch token cannot manage webhooks; use the company token');
+export function requireHead(caller: Pick<Caller, 'sucursalId'>): void {
+  if (caller.sucursalId !== null) throw new AppError('FORBIDDEN', 'a branch token cannot manage webhooks; use the company token');
 }
 
 // ---- what each operation answers: exactly the contract's fields -----------------------------------
@@ -306,7 +305,7 @@ export async function rotateWebhookSecret(deps: Deps, scope: CompanyScope, id: s
   };
 }
 
-// ---- the customer portal's views (portal.md) ---------------------------------------------------------
+// ---- the customer portal's views (docs/portal.md) ----------------------------------------------------
 
 /**
  * The portal's table of webhooks: every webhook of one owner (the company's own, or one branch's) in
