@@ -64,7 +64,7 @@ function detalle(a: Actividad): string {
 }
 
 /** **Actividad**: what was done in the portal, with the API and by the courier for this company, newest first. */
-export function ActividadPage() {
+export function ActivityPage() {
   const q = useInfiniteQuery({
     queryKey: ['actividad'],
     queryFn: ({ pageParam }) =>

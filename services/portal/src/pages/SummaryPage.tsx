@@ -6,7 +6,7 @@ import { LoadError, Loading, Page } from '../ui';
 
 const PLAN: Record<string, string> = { APROBADA: 'Plan personalizado aprobado (no consume créditos)', PENDIENTE: 'Plan personalizado pendiente de aprobación', RECHAZADA: 'Plan personalizado rechazado' };
 
-export function ResumenPage() {
+export function SummaryPage() {
   const q = useQuery({ queryKey: ['resumen'], queryFn: () => api<Resumen>('GET', '/resumen'), refetchInterval: 30_000 });
   return (
     <Page title="Resumen">
@@ -15,13 +15,13 @@ export function ResumenPage() {
       ) : q.isError ? (
         <LoadError error={q.error} retry={() => void q.refetch()} />
       ) : (
-        <ResumenBody r={q.data} />
+        <SummaryBody r={q.data} />
       )}
     </Page>
   );
 }
 
-function ResumenBody({ r }: { r: Resumen }) {
+function SummaryBody({ r }: { r: Resumen }) {
   const e = r.empresa;
   const live = r.entregas.porHora.live;
   const test = r.entregas.porHora.test;

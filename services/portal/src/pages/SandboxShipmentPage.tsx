@@ -7,7 +7,7 @@ import { ActionButton, Alert, ConfirmDialog, DataTable, LoadError, Loading, Page
 import { DeliveryCells } from './DeliveryCells';
 
 /** A sandbox shipment: its history, a button per event its status allows next, the deliveries its events made. */
-export function SandboxGuiaPage() {
+export function SandboxShipmentPage() {
   const { numeroGuia = '' } = useParams();
   const queryClient = useQueryClient();
   const id = useId();

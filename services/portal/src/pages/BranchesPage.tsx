@@ -7,7 +7,7 @@ import { TokenPanel } from './TokenPanel';
 import { WebhookTable } from './WebhookTable';
 
 /** **Sucursales**: each branch with its token pair and its webhooks (live, as the branch's tokens are). */
-export function SucursalesPage() {
+export function BranchesPage() {
   const s = useSession();
   const q = useQuery({ queryKey: ['sucursales'], queryFn: () => api<Sucursal[]>('GET', '/sucursales') });
   return (

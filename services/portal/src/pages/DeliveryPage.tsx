@@ -6,7 +6,7 @@ import { ActionButton, Alert, DataTable, LoadError, Loading, Page, Status } from
 import { useModo } from './WebhooksPage';
 
 /** One delivery: every attempt with its reason, and **Reenviar**. */
-export function EntregaPage() {
+export function DeliveryPage() {
   const { id = '', entregaId = '' } = useParams();
   const [modo] = useModo();
   const queryClient = useQueryClient();
