@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
 import { api, type Entrega } from '../api';
-import { ESTADO_ENTREGA, fecha } from '../format';
+import { ESTADO_ENTREGA, formatDateTime } from '../format';
 import { ActionButton, Alert, DataTable, LoadError, Loading, Page, Status } from '../ui';
 import { useModo } from './WebhooksPage';
 
@@ -41,7 +41,7 @@ export function DeliveryPage() {
               <span className={`badge badge-${q.data.estado}`}>{ESTADO_ENTREGA[q.data.estado]}</span>
             </dd>
             <dt>Creada</dt>
-            <dd>{fecha(q.data.createdAt)}</dd>
+            <dd>{formatDateTime(q.data.createdAt)}</dd>
             <dt>Id de la entrega (webhookId, X-Request-Id)</dt>
             <dd>
               <code>{q.data.id}</code>
@@ -67,7 +67,7 @@ export function DeliveryPage() {
               {q.data.intentosDetalle.map((a) => (
                 <tr key={a.numero}>
                   <td>{a.numero}</td>
-                  <td>{fecha(a.fecha)}</td>
+                  <td>{formatDateTime(a.fecha)}</td>
                   <td>{a.statusCode}</td>
                   <td>{a.duracionMs} ms</td>
                   <td>{a.error ?? '—'}</td>
