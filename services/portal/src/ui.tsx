@@ -197,10 +197,8 @@ export function DateTimeField(props: { label: string; value: string; onChange: (
       <input
         id={id}
         type="text"
-        className="date-input"
         required={required}
         value={value}
-        placeholder={DATE_INPUT_EXAMPLE}
         autoComplete="off"
         spellCheck={false}
         aria-invalid={bad || undefined}

@@ -44,6 +44,11 @@ const CAMPOS: Record<string, string> = {
   creditos: 'créditos',
   numeroGuia: 'guía',
   estado: 'estado',
+  verificada: 'verificada',
+  planActivo: 'plan activo',
+  planPersonalizado: 'plan personalizado',
+  sucursalesHabilitadas: 'sucursales habilitadas',
+  limiteDiario: 'límite diario',
 };
 
 function valor(key: string, v: unknown): string {

@@ -1,3 +1,4 @@
+import { useLayoutEffect, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { api, type DeliveryHour, type Resumen } from '../api';
@@ -73,7 +74,18 @@ function SummaryBody({ r }: { r: Resumen }) {
 
 /** Hourly bars of successful and failed deliveries, in plain SVG, with the same numbers as a table. */
 function DeliveryChart({ hours }: { hours: DeliveryHour[] }) {
-  const W = 720;
+  // Drawn at the width it is shown (one unit a pixel), so its labels are never stretched or squeezed.
+  const figure = useRef<HTMLElement>(null);
+  const [W, setW] = useState(720);
+  useLayoutEffect(() => {
+    const el = figure.current;
+    if (!el) return;
+    const fit = () => setW(Math.max(240, Math.round(el.clientWidth)));
+    fit();
+    const watch = new ResizeObserver(fit);
+    watch.observe(el);
+    return () => watch.disconnect();
+  }, []);
   const H = 200;
   const pad = { l: 36, b: 28, t: 10, r: 8 };
   const max = Math.max(1, ...hours.map((h) => h.exitosas + h.fallidas));
@@ -81,7 +93,7 @@ function DeliveryChart({ hours }: { hours: DeliveryHour[] }) {
   const y = (v: number) => ((H - pad.t - pad.b) * v) / max;
   const total = hours.reduce((a, h) => a + h.exitosas + h.fallidas, 0);
   return (
-    <figure className="chart">
+    <figure className="chart" ref={figure}>
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby="chart-title chart-desc" preserveAspectRatio="none">
         <title id="chart-title">Entregas por hora en producción, últimas 24 horas</title>
         <desc id="chart-desc">
