@@ -1,4 +1,8 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { call, expect, test, type Portal } from './fixtures';
+
+const SCREENS = join(__dirname, 'screens');
 
 /** The page's own date format: "01 dic 2026, 15:27" in fields, seconds added where a time is shown. */
 const FIELD_DATE = /^\d{2} (ene|feb|mar|abr|may|jun|jul|ago|sep|oct|nov|dic) \d{4}, \d{2}:\d{2}$/;
@@ -37,6 +41,15 @@ test('at 10 active live webhooks: Crear webhook disabled with its reason, a refu
   await expect(create).toHaveAccessibleDescription('Ya tiene 10 webhooks activos de Producción, el máximo. Desactive uno para crear otro.');
   await expect(page.getByText('Ya tiene 10 webhooks activos de Producción, el máximo.')).toBeVisible();
   await portal.axe(page, 'Webhooks (en el límite)');
+  await portal.docShot(page, 'limite');
+  // At 375 px the reason stays beside the button, nothing beyond the screen's edge.
+  await page.setViewportSize({ width: 375, height: 740 });
+  await expect(page.getByText('Ya tiene 10 webhooks activos de Producción, el máximo.')).toBeInViewport();
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBe(375);
+  mkdirSync(SCREENS, { recursive: true });
+  await page.evaluate(() => window.scrollTo(0, 420));
+  await page.screenshot({ path: join(SCREENS, 'webhooks-limite-375.png') });
+  await page.setViewportSize({ width: 1280, height: 900 });
   // The sandbox's limit is apart: none there yet.
   await page.getByRole('radio', { name: 'Sandbox' }).check();
   await expect(page.getByText('No hay webhooks todavía.')).toBeVisible();
