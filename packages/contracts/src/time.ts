@@ -7,7 +7,7 @@
 export const GUATEMALA_TIME_ZONE = 'America/Guatemala';
 
 /** Guatemala's offset from UTC, the same every day of the year. */
-export const GUATEMALA_OFFSET_MS = -6 * 3600 * 1000;
+const GUATEMALA_OFFSET_MS = -6 * 3600 * 1000;
 
 const DAY_MS = 24 * 3600 * 1000;
 
