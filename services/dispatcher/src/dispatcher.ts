@@ -98,8 +98,8 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       perWebhook: config.webhookConcurrency,
       perCompany: config.companyConcurrency,
       onStateChange: (webhookId, state, score) => {
-        if (state === 'degraded') logger.warn({ webhookId, failureScore: Number(score.toFixed(2)) }, 'webhook degraded: its recent attempts failed or answered slowly; fewer slots until it recovers');
-        else logger.info({ webhookId }, 'webhook recovered: full slots again');
+        if (state === 'degraded') logger.warn({ webhook: webhookId, failureScore: Number(score.toFixed(2)) }, 'webhook degraded: its recent attempts failed or answered slowly; fewer slots until it recovers');
+        else logger.info({ webhook: webhookId }, 'webhook recovered: full slots again');
       },
     });
 
