@@ -75,18 +75,21 @@ export interface ReadinessTargets {
 /**
  * A service's metrics port: `createMetricsServer` with the `postgres` and `redis` checks, listening
  * on `port` (0: any free port), its close on `undo`. Resolves with the server and the port taken.
+ * `setting` names the variable that chose the port (e.g. `DISPATCHER_METRICS_PORT (dispatcher)`), for
+ * the error a taken port gives.
  */
 export async function serveMetrics(
   registry: Registry,
   port: number,
   targets: ReadinessTargets,
   undo: StopStack,
+  setting?: string,
 ): Promise<{ server: Server; port: number }> {
   const server = createMetricsServer(registry, [
     { name: 'postgres', check: async () => void (await targets.postgres.query('select 1')) },
     { name: 'redis', check: async () => void (await targets.redis.ping()) },
   ]);
-  const taken = await listen(server, port);
+  const taken = await listen(server, port, undefined, setting);
   undo.push('metrics server', () => closeServer(server));
   return { server, port: taken };
 }

@@ -98,8 +98,8 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       perWebhook: config.webhookConcurrency,
       perCompany: config.companyConcurrency,
       onStateChange: (webhookId, state, score) => {
-        if (state === 'degraded') logger.warn({ webhookId, failureScore: Number(score.toFixed(2)) }, 'webhook degraded: its recent attempts failed or answered slowly; fewer slots until it recovers');
-        else logger.info({ webhookId }, 'webhook recovered: full slots again');
+        if (state === 'degraded') logger.warn({ webhook: webhookId, failureScore: Number(score.toFixed(2)) }, 'webhook degraded: its recent attempts failed or answered slowly; fewer slots until it recovers');
+        else logger.info({ webhook: webhookId }, 'webhook recovered: full slots again');
       },
     });
 
@@ -238,11 +238,11 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     retention.start();
     undo.push('retention', () => retention.stop());
 
-    const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: commands }, undo);
-
     // The queues too: BullMQ drops a shared connection's listeners when it closes, so a queue closed
     // while its first checks were still running would raise its late error with no one to hear it.
+    // Hence before the metrics port, whose failure (a taken port) stops everything built so far.
     await Promise.all([eventsQueue, deliveryQueue, fanOutWorker, deliveryWorker].map((q) => q.waitUntilReady()));
+    const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: commands }, undo, 'DISPATCHER_METRICS_PORT (dispatcher)');
     logger.info({ metricsPort, concurrency: config.concurrency, maxInFlight: config.maxInFlight, prefix: config.redisPrefix }, 'dispatcher started');
     return { metricsPort, metrics, reconciler, retention, stop };
   } catch (err) {

@@ -167,7 +167,7 @@ describe('dispatcher: fan-out, signed delivery, retries', () => {
       async () => dispatcher.logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.deliveryId === body.webhookId && l.msg === 'delivery finished'),
       (l) => l !== undefined,
     );
-    expect(line).toMatchObject({ eventId, requestId, webhookId: w.id, outcome: 'success', evento: 'GUIA_CREADA', service: 'dispatcher' });
+    expect(line).toMatchObject({ eventId, requestId, webhook: w.id, outcome: 'success', evento: 'GUIA_CREADA', service: 'dispatcher' });
     expect(dispatcher.logs.text()).not.toContain(w.secret);
   });
 

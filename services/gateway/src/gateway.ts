@@ -159,7 +159,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       clock,
     };
 
-    const { server: metricsServer, port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis }, undo);
+    const { server: metricsServer, port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis }, undo, 'GATEWAY_METRICS_PORT (gateway)');
 
     // The operator's door first: the public port never serves a moment without its 404 for it.
     const separateAdmin = config.adminPort !== undefined;
@@ -167,13 +167,13 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     let adminPort: number | undefined;
     if (config.adminPort !== undefined) {
       const admin = createServer(createAdminApp(deps), deps);
-      adminPort = await listen(admin, config.adminPort, config.adminHost);
+      adminPort = await listen(admin, config.adminPort, config.adminHost, 'ADMIN_PORT (gateway)');
       adminServer = admin;
       undo.push('admin http server', () => closeServer(admin));
     }
 
     const server = createServer(createApp(deps, { internal: !separateAdmin }), deps);
-    const port = await listen(server, config.port);
+    const port = await listen(server, config.port, undefined, 'PORT (gateway)');
     publicPort = port;
     undo.push('http server', () => closeServer(server));
 

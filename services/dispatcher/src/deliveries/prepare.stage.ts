@@ -41,7 +41,7 @@ export async function prepare(ctx: DeliveryContext, input: PrepareInput): Promis
     delivery.attempt === 1 ? cachedTarget(ctx, delivery.webhookId) : ctx.targets.submit(delivery.webhookId),
   ]);
   if (!progress || !target) {
-    ctx.logger.warn({ deliveryId: delivery.deliveryId, eventId: delivery.eventId, webhookId: delivery.webhookId }, 'delivery or webhook not found; dropped');
+    ctx.logger.warn({ deliveryId: delivery.deliveryId, eventId: delivery.eventId, webhook: delivery.webhookId }, 'delivery or webhook not found; dropped');
     return { stage: 'ended', step: 'missing' };
   }
   if (progress.estado !== 'pendiente' || progress.intentos !== delivery.attempt - 1) return { stage: 'ended', step: 'duplicate' };

@@ -40,7 +40,7 @@ export async function settle(ctx: DeliveryContext, recorded: Recorded): Promise<
     finished(ctx, delivery, 'failure', fields);
     return 'failure';
   }
-  ctx.logger.debug({ deliveryId: delivery.deliveryId, webhookId: delivery.webhookId, requestId: delivery.requestId, ...fields }, 'attempt failed; will retry');
+  ctx.logger.debug({ deliveryId: delivery.deliveryId, webhook: delivery.webhookId, requestId: delivery.requestId, ...fields }, 'attempt failed; will retry');
   await queueAttempt(ctx, { ...delivery, attempt: delivery.attempt + 1 }, record.nextAt.getTime());
   return 'retry';
 }
@@ -52,7 +52,7 @@ export function finished(ctx: DeliveryContext, delivery: DeliveryJob, outcome: '
     deliveryId: delivery.deliveryId,
     eventId: delivery.eventId,
     requestId: delivery.requestId,
-    webhookId: delivery.webhookId,
+    webhook: delivery.webhookId,
     evento: delivery.evento,
     outcome,
     ...fields,

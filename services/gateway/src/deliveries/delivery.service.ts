@@ -127,7 +127,7 @@ export async function resendDelivery(deps: Deps, scope: CompanyScope, id: string
     return made;
   });
   await deps.resendRelay.enqueue([firstAttempt(w, resent, requestId)]);
-  deps.logger.info({ webhookId: w.id, deliveryId: resent.id, reenvioDe: resent.reenvioDe, evento: resent.evento, requestId }, 'delivery resent');
+  deps.logger.info({ webhook: w.id, deliveryId: resent.id, reenvioDe: resent.reenvioDe, evento: resent.evento, requestId }, 'delivery resent');
   return presentLogged(resent, []);
 }
 
@@ -197,7 +197,7 @@ export async function recoverDeliveries(deps: Deps, scope: CompanyScope, id: str
     pendientes = written.left;
   }
   deps.logger.info(
-    { webhookId: w.id, reenviadas, pendientes, desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), requestId },
+    { webhook: w.id, reenviadas, pendientes, desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), requestId },
     'deliveries recovered',
   );
   return { reenviadas, pendientes };

@@ -132,7 +132,7 @@ export async function createWebhook(
     await recordActivity(trx, { empresaId: owner.empresaId, usuario, accion: 'webhook.created', sucursalId: owner.sucursalId, webhookId: created.id, detalle: { modo: owner.modo } });
     return created;
   });
-  deps.logger.info({ webhookId: webhook.id, empresaId: owner.empresaId, sucursalId: owner.sucursalId, modo: owner.modo }, 'webhook created');
+  deps.logger.info({ webhook: webhook.id, empresaId: owner.empresaId, sucursalId: owner.sucursalId, modo: owner.modo }, 'webhook created');
   return presentCreated(webhook, secret);
 }
 
@@ -206,7 +206,7 @@ export async function patchWebhook(deps: Deps, scope: CompanyScope, id: string, 
   });
   if (!updated) throw new AppError('NOT_FOUND', 'no such webhook');
   if (body.activo !== undefined && body.activo !== current.activo) {
-    deps.logger.info({ webhookId: updated.id, empresaId: scope.empresaId }, body.activo ? 'webhook reactivated' : 'webhook deactivated');
+    deps.logger.info({ webhook: updated.id, empresaId: scope.empresaId }, body.activo ? 'webhook reactivated' : 'webhook deactivated');
   }
   return presentUpdated(updated);
 }
@@ -221,7 +221,7 @@ export async function deleteWebhook(deps: Deps, scope: CompanyScope, id: string,
     return deactivated;
   });
   if (!updated) throw new AppError('ALREADY_INACTIVE', 'the webhook is already inactive');
-  deps.logger.info({ webhookId: updated.id, empresaId: scope.empresaId }, 'webhook deactivated');
+  deps.logger.info({ webhook: updated.id, empresaId: scope.empresaId }, 'webhook deactivated');
   return { id: updated.id, activo: updated.activo };
 }
 
@@ -264,7 +264,7 @@ export async function pingWebhook(deps: Deps, scope: CompanyScope, id: string) {
   });
   deps.logger.info(
     {
-      webhookId: w.id,
+      webhook: w.id,
       deliveryId,
       exitoso: outcome.ok,
       statusCode: outcome.statusCode,
@@ -296,7 +296,7 @@ export async function rotateWebhookSecret(deps: Deps, scope: CompanyScope, id: s
   });
   if (!rotated) throw new AppError('NOT_FOUND', 'no such webhook');
   const expiresAt = rotated.secreto_anterior_expira_en;
-  deps.logger.info({ webhookId: w.id, empresaId: scope.empresaId, solaparHoras: hours }, 'webhook secret rotated');
+  deps.logger.info({ webhook: w.id, empresaId: scope.empresaId, solaparHoras: hours }, 'webhook secret rotated');
   return {
     id: rotated.id,
     secret,
