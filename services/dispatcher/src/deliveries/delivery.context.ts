@@ -1,23 +1,23 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '@svc/observability';
-import type { Db, SecretBox } from '@svc/platform';
+import {
+  insertNewDeliveries,
+  markFannedOut,
+  postponeDeliveries,
+  recordAttempts,
+  type AttemptRecord,
+  type Db,
+  type NewDelivery,
+  type Postponement,
+  type SecretBox,
+} from '@svc/platform';
 import type { DeliveryJob } from '@svc/contracts';
 import type { WebhookSender } from '@svc/webhook-sender';
 import { createMicroBatcher, type MicroBatcher, type MicroBatchOptions } from '../support/micro-batch';
 import type { PostgresWatch } from '../support/postgres-watch';
 import type { DispatcherMetrics } from '../observability/dispatcher-metrics';
-import { markFannedOut } from '../outbox/outbox.repository';
 import { findWebhookTargets, type ReadTarget } from '../webhooks/webhook.repository';
-import {
-  findDeliveryProgress,
-  insertNewDeliveries,
-  postponeDeliveries,
-  recordAttempts,
-  type AttemptRecord,
-  type DeliveryProgress,
-  type NewDelivery,
-  type Postponement,
-} from './delivery.repository';
+import { findDeliveryProgress, type DeliveryProgress } from './delivery.repository';
 import type { WebhookSlots } from './webhook-slots.limiter';
 
 /**

@@ -1,8 +1,5 @@
-import { createPeriodicTask, type Db } from '@svc/platform';
+import { createPeriodicTask, REMOVAL_START, removeDeliveredEvents, removeEndedDeliveries, type Db } from '@svc/platform';
 import type { Logger } from '@svc/observability';
-import { removeEndedDeliveries } from '../deliveries/delivery.repository';
-import { REMOVAL_START } from '../support/removal-cursor';
-import { removeDeliveredEvents } from '../outbox/outbox.repository';
 
 /** The tables the dispatcher's retention removes from: the bounded label of its counter. */
 export type RetainedTable = 'entregas' | 'entrega_intentos' | 'outbox';
