@@ -1,6 +1,7 @@
 // @svc/platform: the plumbing both services run on: Postgres (driver, migrations), queues, settings,
 // Redis clients, lifecycle. One line per module of src/, but for entry points (*.main.ts) and
 // db/migrations/ (loaded by db/migrate.ts).
+export * from './db/batched-delete';
 export * from './db/database';
 export * from './db/ensure-database';
 export * from './db/migrate';

@@ -1,6 +1,5 @@
 import type { Logger } from '@svc/observability';
-import type { Db } from '@svc/platform';
-import { createBatchedRetention, type BatchedRetention, type BatchedRetentionTuning } from '../retention/batched-retention';
+import { createBatchedRetention, type BatchedRetention, type BatchedRetentionTuning, type Db } from '@svc/platform';
 import { KEY_LIFETIME_HOURS, removeExpiredKeys } from './idempotency.repository';
 
 export type IdempotencyRetention = BatchedRetention;
