@@ -1,22 +1,21 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '@svc/observability';
-import {
-  insertNewDeliveries,
-  markFannedOut,
-  postponeDeliveries,
-  recordAttempts,
-  type AttemptRecord,
-  type Db,
-  type NewDelivery,
-  type Postponement,
-  type SecretBox,
-} from '@svc/platform';
+import type { Db, SecretBox } from '@svc/platform';
 import type { DeliveryJob } from '@svc/contracts';
 import type { WebhookSender } from '@svc/webhook-sender';
 import { createMicroBatcher, type MicroBatcher, type MicroBatchOptions } from '../support/micro-batch';
 import type { PostgresWatch } from '../support/postgres-watch';
 import type { DispatcherMetrics } from '../observability/dispatcher-metrics';
 import { findWebhookTargets, type ReadTarget } from '../webhooks/webhook.repository';
+import {
+  insertNewDeliveries,
+  markFannedOut,
+  postponeDeliveries,
+  recordAttempts,
+  type AttemptRecord,
+  type NewDelivery,
+  type Postponement,
+} from '@svc/platform';
 import { findDeliveryProgress, type DeliveryProgress } from './delivery.repository';
 import type { WebhookSlots } from './webhook-slots.limiter';
 
