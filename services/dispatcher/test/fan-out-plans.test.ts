@@ -1,7 +1,6 @@
-import { createDb, createPool, type Db } from '@svc/platform';
+import { createDb, createPool, insertNewDeliveries, markFannedOut, type Db } from '@svc/platform';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { findRoutedDeliveries, insertNewDeliveries } from '../src/deliveries/delivery.repository';
-import { markFannedOut } from '../src/outbox/outbox.repository';
+import { findRoutedDeliveries } from '../src/deliveries/delivery.repository';
 import { routedWebhooks } from '../src/webhooks/webhook.repository';
 
 /**

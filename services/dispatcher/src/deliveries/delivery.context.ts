@@ -6,18 +6,17 @@ import type { WebhookSender } from '@svc/webhook-sender';
 import { createMicroBatcher, type MicroBatcher, type MicroBatchOptions } from '../support/micro-batch';
 import type { PostgresWatch } from '../support/postgres-watch';
 import type { DispatcherMetrics } from '../observability/dispatcher-metrics';
-import { markFannedOut } from '../outbox/outbox.repository';
 import { findWebhookTargets, type ReadTarget } from '../webhooks/webhook.repository';
 import {
-  findDeliveryProgress,
   insertNewDeliveries,
+  markFannedOut,
   postponeDeliveries,
   recordAttempts,
   type AttemptRecord,
-  type DeliveryProgress,
   type NewDelivery,
   type Postponement,
-} from './delivery.repository';
+} from '@svc/platform';
+import { findDeliveryProgress, type DeliveryProgress } from './delivery.repository';
 import type { WebhookSlots } from './webhook-slots.limiter';
 
 /**

@@ -1,8 +1,7 @@
 import type { Job } from 'bullmq';
 import type { DeliveryJob } from '@svc/contracts';
-import type { WebhookTarget } from '@svc/platform';
+import type { AttemptRecord, WebhookTarget } from '@svc/platform';
 import type { AttemptOutcome } from '@svc/webhook-sender';
-import type { AttemptRecord } from './delivery.repository';
 import type { DeferReason } from './webhook-slots.limiter';
 
 /**

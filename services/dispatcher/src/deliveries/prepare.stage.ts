@@ -1,6 +1,7 @@
 import type { DeliveryJob } from '@svc/contracts';
+import { abandonDelivery } from '@svc/platform';
 import { isUnopened, type ReadTarget } from '../webhooks/webhook.repository';
-import { abandonDelivery, type DeliveryProgress } from './delivery.repository';
+import type { DeliveryProgress } from './delivery.repository';
 import type { DeliveryContext } from './delivery.context';
 import type { Ended, OwnJob, Ready } from './delivery.states';
 import { finished } from './settle.stage';

@@ -8,8 +8,9 @@ import {
   validateGuiaEvento,
   type SuccessEnvelope,
 } from '@svc/contracts';
+import { insertEvents, type PendingJob } from '@svc/platform';
 import type { GatewayDeps } from '../deps';
-import { insertEvents, shipmentEvent, type PendingJob } from '../outbox/outbox.repository';
+import { shipmentEvent } from '../outbox/outbox.repository';
 import { recordActivity } from '../activity/activity.repository';
 import { idempotent, type IdempotencyRequest, type IdempotentAnswer } from '../idempotency/idempotency';
 import { readAllowance } from '../companies/company.repository';

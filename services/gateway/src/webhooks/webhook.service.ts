@@ -9,25 +9,15 @@ import {
   type WebhookCreate,
   type WebhookPatch,
 } from '@svc/contracts';
-import { webhookTargetOf, type Db } from '@svc/platform';
+import { deactivateWebhook, insertPingDelivery, insertWebhook, rotateSecret, updateWebhook, webhookTargetOf, type Db } from '@svc/platform';
 import { attemptDelivery, checkWebhookUrl } from '@svc/webhook-sender';
 import type { GatewayDeps } from '../deps';
 import type { Caller, CompanyScope } from '../companies/company-scope';
 import { lockCompany } from '../companies/company.repository';
-import { insertPingDelivery, lastAttemptPerWebhook, latestDeliveries } from '../deliveries/delivery.repository';
+import { lastAttemptPerWebhook, latestDeliveries } from '../deliveries/delivery.repository';
 import { presentDelivery, presentLast } from '../deliveries/delivery.presenter';
 import { recordActivity } from '../activity/activity.repository';
-import {
-  countActive,
-  countActiveByMode,
-  deactivateWebhook,
-  findWebhook,
-  insertWebhook,
-  listActiveWebhooks,
-  listOwnerWebhooks,
-  rotateSecret,
-  updateWebhook,
-} from './webhook.repository';
+import { countActive, countActiveByMode, findWebhook, listActiveWebhooks, listOwnerWebhooks } from './webhook.repository';
 
 type Deps = Pick<GatewayDeps, 'db' | 'sender' | 'secrets' | 'logger'>;
 
@@ -253,13 +243,12 @@ export async function pingWebhook(deps: Deps, scope: CompanyScope, id: string) {
     webhookId: w.id,
     ok: outcome.ok,
     attempt: {
-      numero: 1,
-      fecha: new Date(outcome.timestamp),
+      at: new Date(outcome.timestamp),
       statusCode: outcome.statusCode,
-      duracionMs: durationMs,
+      durationMs,
       error: outcome.error,
-      mensaje: outcome.message,
-      respuesta: outcome.response,
+      message: outcome.message,
+      response: outcome.response,
     },
   });
   deps.logger.info(
