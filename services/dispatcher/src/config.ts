@@ -10,7 +10,7 @@ export interface DispatcherConfig extends CommonSettings {
   metricsPort: number;
   /**
    * DISPATCHER_CONCURRENCY: deliveries in flight in this process. Set, exactly that bound. Unset,
-   * 50 at start and the floor of an adaptive limit (deliveries/in-flight.governor.ts) that grows
+   * 50 at start and the floor of an adaptive limit (concurrency/in-flight.governor.ts) that grows
    * while sends wait on slow receivers and the CPU is idle, up to `maxInFlight`.
    */
   concurrency: number;

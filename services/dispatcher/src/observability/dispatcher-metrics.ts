@@ -1,6 +1,6 @@
 import { createServiceMetrics } from '@svc/observability';
 import type { AttemptResult } from '@svc/webhook-sender';
-import type { WebhookSlots } from '../deliveries/webhook-slots.limiter';
+import type { WebhookSlots } from '../fair-share/webhook-slots.limiter';
 
 export type QueueState = 'waiting' | 'active' | 'delayed' | 'failed';
 export const QUEUE_STATES: readonly QueueState[] = ['waiting', 'active', 'delayed', 'failed'];
@@ -64,7 +64,7 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
   // Held routes (fan-out/fan-out.worker.ts): how often an event's routes came without a read.
   const routes = m.counter('svc_fanout_routes_total', "Events routed by this dispatcher's fan-out, by source: held (routes it held at the event's webhook count or later, no read) or read (webhooks read)", ['source']);
 
-  // Fair sharing (deliveries/webhook-slots.limiter.ts): who is held back, by state, never by webhook
+  // Fair sharing (fair-share/webhook-slots.limiter.ts): who is held back, by state, never by webhook
   // (ids and URLs are unbounded; the log names the webhook when it becomes degraded or recovers).
   const deferrals = m.counter('svc_delivery_deferrals_total', "Deliveries put back in the queue until their webhook's turn (no attempt spent), by reason (webhook_limit, company_limit, degraded_limit, pool_reserve)", ['reason']);
   m.gauge('svc_delivery_slots', 'Send slots held in this dispatcher, by the state of the webhook holding them (healthy, degraded)', ['state'], async function () {

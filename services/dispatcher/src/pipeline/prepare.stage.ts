@@ -1,6 +1,6 @@
 import type { DeliveryJob } from '@svc/contracts';
 import { isUnopened, type ReadTarget } from '../webhooks/webhook.repository';
-import { abandonDelivery, type DeliveryProgress } from './delivery.repository';
+import { abandonDelivery, type DeliveryProgress } from '../deliveries/delivery.repository';
 import type { DeliveryContext } from './delivery.context';
 import type { Ended, OwnJob, Ready } from './delivery.states';
 import { finished } from './settle.stage';

@@ -17,8 +17,8 @@ import {
   type DeliveryProgress,
   type NewDelivery,
   type Postponement,
-} from './delivery.repository';
-import type { WebhookSlots } from './webhook-slots.limiter';
+} from '../deliveries/delivery.repository';
+import type { WebhookSlots } from '../fair-share/webhook-slots.limiter';
 
 /**
  * Statements of deliveries (reads of progress and targets, attempt records, postponements): up to

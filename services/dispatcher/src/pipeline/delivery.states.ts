@@ -2,8 +2,8 @@ import type { Job } from 'bullmq';
 import type { DeliveryJob } from '@svc/contracts';
 import type { WebhookTarget } from '@svc/platform';
 import type { AttemptOutcome } from '@svc/webhook-sender';
-import type { AttemptRecord } from './delivery.repository';
-import type { DeferReason } from './webhook-slots.limiter';
+import type { AttemptRecord } from '../deliveries/delivery.repository';
+import type { DeferReason } from '../fair-share/webhook-slots.limiter';
 
 /**
  * The states of one attempt on its way through the pipeline (delivery.pipeline.ts):
