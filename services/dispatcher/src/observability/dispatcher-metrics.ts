@@ -1,6 +1,5 @@
 import { createServiceMetrics } from '@svc/observability';
 import type { AttemptResult } from '@svc/webhook-sender';
-import type { WebhookSlots } from '../fair-share/webhook-slots.limiter';
 
 export type QueueState = 'waiting' | 'active' | 'delayed' | 'failed';
 export const QUEUE_STATES: readonly QueueState[] = ['waiting', 'active', 'delayed', 'failed'];
@@ -8,14 +7,19 @@ export const QUEUE_STATES: readonly QueueState[] = ['waiting', 'active', 'delaye
 /** Job counts by queue name, read on each scrape. */
 export type QueueCounts = () => Promise<Record<string, Partial<Record<QueueState, number>>>>;
 
-/**
- * Every metric of the dispatcher, on its own registry (tests run several dispatchers in one
- * process). Labels hold bounded values only: event names, outcomes, attempt results, queue states.
- */
 /** Ages in seconds of the oldest work Postgres says is owed, read on each scrape (indexed). */
 export interface BacklogAges {
   oldestOverdueDelivery(): Promise<number>;
   oldestUnfannedEvent(): Promise<number>;
+}
+
+/**
+ * What the slot gauges read of the send pool, declared here so that metrics depend on no feature:
+ * the fair-share limiter (fair-share/webhook-slots.limiter.ts) gives it.
+ */
+export interface SlotReadings {
+  stats(): { held: { healthy: number; degraded: number }; waitingHere: number; deferredAhead: number; degradedWebhooks: number };
+  limit(): number;
 }
 
 /** `make(key)`, made once per key and kept: label values are few and bounded. */
@@ -28,7 +32,11 @@ function boundOnce<K, V>(make: (key: K) => V): (key: K) => V {
   };
 }
 
-export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; backlog?: BacklogAges; slots?: Pick<WebhookSlots, 'stats' | 'limit'> } = {}) {
+/**
+ * Every metric of the dispatcher, on its own registry (tests run several dispatchers in one
+ * process). Labels hold bounded values only: event names, outcomes, attempt results, queue states.
+ */
+export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; backlog?: BacklogAges; slots?: SlotReadings } = {}) {
   const { queueCounts, backlog, slots } = sources;
   const m = createServiceMetrics('dispatcher');
   const deliveries = m.counter('svc_webhook_deliveries_total', 'Deliveries that ended, by event and outcome (success or failure); counted once per delivery', ['evento', 'outcome']);

@@ -4,6 +4,7 @@ import type { WebhookTarget } from '@svc/platform';
 import type { AttemptOutcome } from '@svc/webhook-sender';
 import type { AttemptRecord } from '../deliveries/delivery.repository';
 import type { DeferReason } from '../fair-share/webhook-slots.limiter';
+import type { RetryVerdict } from '../retry-policy/delivery-retry.policy';
 
 /**
  * The states of one attempt on its way through the pipeline (delivery.pipeline.ts):
@@ -44,11 +45,12 @@ export interface Ended {
   step: 'missing' | 'duplicate' | 'failure';
 }
 
-/** An attempt made: its outcome, when it ended, and its record. */
+/** An attempt made: its outcome, when it ended, what the retry policy says comes next, and its record. */
 export interface Sent extends Underway {
   stage: 'sent';
   outcome: AttemptOutcome;
   endedAt: number;
+  verdict: RetryVerdict;
   record: AttemptRecord;
 }
 
