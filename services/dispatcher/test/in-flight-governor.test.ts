@@ -95,7 +95,7 @@ describe('in-flight settings', () => {
     expect(load({ DISPATCHER_MAX_IN_FLIGHT: '300' })).toMatchObject({ concurrency: 50, maxInFlight: 300 });
   });
 
-  it('set, it is a fixed bound with fixed shares (half of it), as operations.md says', () => {
+  it('set, it is a fixed bound with fixed shares (half of it), as docs/operations.md says', () => {
     expect(load({ DISPATCHER_CONCURRENCY: '50' })).toMatchObject({ concurrency: 50, maxInFlight: 50, webhookConcurrency: 25, companyConcurrency: 25 });
     expect(load({ DISPATCHER_CONCURRENCY: '20', DISPATCHER_MAX_IN_FLIGHT: '400' })).toMatchObject({ concurrency: 20, maxInFlight: 400, webhookConcurrency: undefined });
   });
