@@ -5,10 +5,10 @@ import type { DeliveryContext } from './delivery.context';
 import type { Deferred, Ready, Sent } from './delivery.states';
 
 /**
- * Stage two: the attempt, if its webhook has a free slot (fair-share/webhook-slots.limiter.ts); otherwise it
- * is deferred until the webhook's likely turn, no attempt spent. A receiver's failure is an
- * outcome like any other, with the due time of the next attempt when one remains; only a fault of
- * the sender itself throws.
+ * Stage two: the attempt, if its webhook has a free slot (fair-share/webhook-slots.limiter.ts);
+ * otherwise it is deferred until the webhook's likely turn, no attempt spent. A receiver's failure
+ * is an outcome like any other, with the retry policy's verdict (the due time of the next attempt
+ * when one remains); only a fault of the sender itself throws.
  */
 export async function send(ctx: DeliveryContext, ready: Ready): Promise<Sent | Deferred> {
   const { delivery, target } = ready;
