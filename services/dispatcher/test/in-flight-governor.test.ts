@@ -1,6 +1,6 @@
-import { createInFlightGovernor, nextLimit } from '../src/deliveries/in-flight.governor';
+import { createInFlightGovernor, nextLimit } from '../src/concurrency/in-flight.governor';
 import { loadDispatcherConfig } from '../src/config';
-import { createWebhookSlots, type Admission, type Slot } from '../src/deliveries/webhook-slots.limiter';
+import { createWebhookSlots, type Admission, type Slot } from '../src/fair-share/webhook-slots.limiter';
 
 /** The adaptive in-flight limit: its rule on its own, and the pool it resizes (the figures are the bench's). */
 
