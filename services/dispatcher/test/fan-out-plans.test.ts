@@ -6,9 +6,9 @@ import { routedWebhooks } from '../src/webhooks/webhook.repository';
 /**
  * The fan-out's statements run prepared on a generic plan, made on a connection's first run and
  * kept until the tables are analyzed. Made while `entregas` held a few rows (a new database, a
- * fresh deploy), a plain join planned a sequential scan of the table and kept it as the table grew:
- * the bench fell to 616 deliveries/s with Postgres at 2.4 ms of CPU per delivery. Both the routes
- * read and the insert must stay index probes.
+ * fresh deploy), a plain join planned a sequential scan of the table and kept it as the table grew,
+ * and the fan-out slowed to a crawl (bench/HISTORY.md). Both the routes read and the insert must
+ * stay index probes.
  */
 describe('the fan-out statements on a generic plan', () => {
   let database: TestDatabase;

@@ -206,8 +206,8 @@ export const KEEP_ALIVE_TIMEOUT_MS = 15_000;
 /**
  * Connections one gateway process holds at once; past it, a new connection is closed as it is
  * accepted, so a flood of sockets cannot starve the ones being served of memory and descriptors.
- * 100 times the 50 keep-alive connections that saturate a process's core (bench:gateway), at some
- * tens of KB each.
+ * Far above the keep-alive connections that saturate a process's core (bench:gateway), each a few
+ * tens of KB, so the bound only ever meets a flood.
  */
 export const MAX_CONNECTIONS = 5_000;
 /**

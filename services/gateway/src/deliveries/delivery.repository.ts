@@ -163,7 +163,7 @@ function toLogged(r: LoggedRow): LoggedDelivery {
 
 /**
  * Whose deliveries of a webhook a reader sees: every one, or (a branch reading a company webhook's
- * log, extensions.md) only those of that branch's events. An event's branch is its outbox row's,
+ * log, docs/integrators.md#the-delivery-log-resending-and-recovery) only those of that branch's events. An event's branch is its outbox row's,
  * kept as long as any delivery names the event; a PING has no event, so a branch sees none.
  */
 export type LogReader = { branchId: string } | 'all';
@@ -326,7 +326,7 @@ export interface RecoveryPosition {
 }
 
 /**
- * What a recovery resends (extensions.md): the webhook's `fallida` deliveries created in the window
+ * What a recovery resends (docs/integrators.md#the-delivery-log-resending-and-recovery): the webhook's `fallida` deliveries created in the window
  * that are not resends and have none yet, after `after` when given. Walks the partial index of
  * unsuccessful deliveries (webhook_id, estado, created_at, id), a resend found by
  * entregas_reenvio_de_idx.
