@@ -14,7 +14,7 @@ import { deliveryDetail, deliveryLog, recoverDeliveries, resendDelivery } from '
  * ones, the head account's (403 FORBIDDEN for a branch token), each in the activity log as the
  * caller's `usuario`.
  */
-export function deliveryHandlers(deps: GatewayDeps, door: Door) {
+export function deliveryHandlers(deps: GatewayDeps, door: Door): Record<'log' | 'detail' | 'resend' | 'recover', RequestHandler> {
   const log: RequestHandler = async (req, res) => {
     sendData(res, 200, await deliveryLog(deps, door.scope(req), String(req.params.id), req.query as Record<string, unknown>));
   };

@@ -18,7 +18,7 @@ function send(res: Response, answer: CreateAnswer): void {
  * names: `/api/v1`'s token, or the portal's session in its sandbox. Listing, and `simular` (403
  * FORBIDDEN outside the sandbox).
  */
-export function shipmentHandlers(deps: GatewayDeps, door: Door) {
+export function shipmentHandlers(deps: GatewayDeps, door: Door): Record<'list' | 'simulate', RequestHandler> {
   const list: RequestHandler = async (req, res) => {
     sendData(res, 200, await listPage(deps, door.scope(req), req.query as Record<string, unknown>));
   };

@@ -24,7 +24,10 @@ import { OPERATOR } from '../activity/activity.repository';
  * only the webhooks of its scope's mode: a test token's are the sandbox's, and receive only sandbox
  * events.
  */
-export function webhookHandlers(deps: GatewayDeps, door: Door) {
+export function webhookHandlers(
+  deps: GatewayDeps,
+  door: Door,
+): Record<'create' | 'list' | 'detail' | 'patch' | 'remove' | 'rotateSecret' | 'ping', RequestHandler> {
   const create: RequestHandler = async (req, res) => {
     const caller = door.caller(req);
     requireHead(caller);
