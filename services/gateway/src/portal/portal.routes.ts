@@ -245,9 +245,14 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
     const b = await branchOf(req);
     return { empresaId: b.empresa_id, sucursalId: b.id };
   };
+  // Whatever the branch setting: the head account can always stop a branch's tokens.
+  const anyBranch = async (req: Request): Promise<Owner> => {
+    const b = await companies.requireBranch(deps.db, sessionOf(req).empresaId, param(req, 'sid'));
+    return { empresaId: b.empresa_id, sucursalId: b.id };
+  };
   route(router, '/sucursales/:sid/tokens', {
     post: async (req, res) => issue(req, res, await branch(req)),
-    delete: async (req, res) => remove(req, res, await branch(req)),
+    delete: async (req, res) => remove(req, res, await anyBranch(req)),
   });
 
   route(router, '/sucursales/:sid/webhooks', {
