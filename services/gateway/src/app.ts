@@ -2,6 +2,7 @@ import express, { Router, type Express } from 'express';
 import { safeEqual } from './auth/token';
 import { adminOnly, authenticate } from './auth/auth.middleware';
 import { defaultRateHeaders, rateLimit } from './rate-limit/rate-limit.middleware';
+import { portalSessionLimit } from './rate-limit/portal-session.limit';
 import { jsonBody } from './http/body.middleware';
 import { requestId } from './http/request-id.middleware';
 import { accessLog } from './http/access-log.middleware';
@@ -53,7 +54,14 @@ function mountInternal(app: Express, deps: GatewayDeps): void {
   // The internal routes keep their guards on the mount: they are no hot path, and a refusal from
   // the guard is then written in the request's own tick (an error leaving a router is written a
   // turn later, which Node loses for a `PRI /path` request line; the parser fuzz sends one).
-  const guard = adminOnly({ token: deps.config.adminToken, compare: safeEqual, limiter: deps.adminAuthLimiter, logger: deps.logger });
+  const guard = adminOnly({
+    token: deps.config.adminToken,
+    compare: safeEqual,
+    limiter: deps.adminAuthLimiter,
+    clientAddress: deps.clientAddress,
+    events: deps.metrics.authEvents,
+    logger: deps.logger,
+  });
   app.use('/internal/v1', guard, jsonBody, internal);
 }
 
@@ -81,7 +89,7 @@ export function createApp(deps: GatewayDeps, options: { internal: boolean } = { 
   const api = Router(ROUTER_OPTIONS);
   api.use(
     defaultRateHeaders(deps.rateLimiter.limit),
-    authenticate(deps.db, deps.tokenCache, deps.metrics.authEvents),
+    authenticate(deps.db, deps.tokenCache, deps.metrics.authEvents, { failures: deps.authFailureLimiter, clientAddress: deps.clientAddress }),
     rateLimit(deps.rateLimiter, deps.tokenCache, deps.metrics.authEvents, {
       rejected: () => deps.metrics.rateLimitRejections.inc(),
     }),
@@ -95,6 +103,8 @@ export function createApp(deps: GatewayDeps, options: { internal: boolean } = { 
   app.use('/api/v1', api);
 
   // The customer portal (portal.md): its API, guarded by the session's cookie, then its built pages.
+  // Session starts are limited per client address before the route looks the link up.
+  app.use('/portal/v1/sesion', portalSessionLimit(deps.portalSessionLimiter, deps.clientAddress, { limited: () => deps.metrics.authEvents.addressLimited('portal_session') }));
   const portalApi = Router(ROUTER_OPTIONS);
   mountPortalRoutes(portalApi, deps, deps.portalRateLimiter);
   portalApi.use(notFound);

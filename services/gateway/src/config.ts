@@ -1,4 +1,5 @@
 import { loadSettings, type CommonSettings, type SettingsReader } from '@svc/platform';
+import { parseCidr } from './http/client-address';
 
 /**
  * Every setting of the gateway, parsed once at start from the environment (and `.env`): the
@@ -58,6 +59,12 @@ export interface GatewayConfig extends CommonSettings {
    * beside the bundle (the image), else `services/portal/dist` of the workspace.
    */
   portalAssetsDir: string | undefined;
+  /**
+   * TRUSTED_PROXIES: addresses or CIDRs (comma-separated) of the proxies in front, whose
+   * `X-Forwarded-For` is believed when they are the TCP peer; every per-address limit keys on the
+   * client address read that way. Default empty: the TCP peer is the client, the header is ignored.
+   */
+  trustedProxies: string[];
 }
 
 /** An origin as `frame-ancestors` takes it: scheme, host, optional port; nothing that could end the header. */
@@ -88,6 +95,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     portalFrameAncestors: readFrameAncestors(r),
     portalRateLimitPerMinute: r.int('PORTAL_RATE_LIMIT_PER_MINUTE', 300, 1, 10_000_000),
     portalAssetsDir: r.optional('PORTAL_ASSETS_DIR'),
+    trustedProxies: readTrustedProxies(r),
   }));
 }
 
@@ -101,6 +109,13 @@ function readPortalBaseUrl(r: SettingsReader): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+function readTrustedProxies(r: SettingsReader): string[] {
+  const items = r.string('TRUSTED_PROXIES', '').split(',').map((i) => i.trim()).filter(Boolean);
+  const bad = items.filter((i) => parseCidr(i) === undefined);
+  r.check('TRUSTED_PROXIES', bad.length === 0, `addresses or CIDRs like 10.0.0.0/8, separated by commas (not: ${bad.join(' ')})`);
+  return bad.length === 0 ? items : [];
 }
 
 function readFrameAncestors(r: SettingsReader): string[] {
