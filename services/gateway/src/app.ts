@@ -4,6 +4,7 @@ import { adminOnly, authenticate } from './auth/auth.middleware';
 import { defaultRateHeaders, rateLimit } from './rate-limit/rate-limit.middleware';
 import { portalSessionLimit } from './rate-limit/portal-session.limit';
 import { jsonBody } from './http/body.middleware';
+import { noStore, strictTransport } from './http/cache-control.middleware';
 import { requestId } from './http/request-id.middleware';
 import { accessLog } from './http/access-log.middleware';
 import { errorMiddleware, notFound } from './http/error.middleware';
@@ -62,7 +63,7 @@ function mountInternal(app: Express, deps: GatewayDeps): void {
     events: deps.metrics.authEvents,
     logger: deps.logger,
   });
-  app.use('/internal/v1', guard, jsonBody, internal);
+  app.use('/internal/v1', noStore, guard, jsonBody, internal);
 }
 
 function finish(app: Express, deps: GatewayDeps): Express {
@@ -88,6 +89,7 @@ export function createApp(deps: GatewayDeps, options: { internal: boolean } = { 
 
   const api = Router(ROUTER_OPTIONS);
   api.use(
+    noStore,
     defaultRateHeaders(deps.rateLimiter.limit),
     authenticate(deps.db, deps.tokenCache, deps.metrics.authEvents, { failures: deps.authFailureLimiter, clientAddress: deps.clientAddress }),
     rateLimit(deps.rateLimiter, deps.tokenCache, deps.metrics.authEvents, {
@@ -103,9 +105,11 @@ export function createApp(deps: GatewayDeps, options: { internal: boolean } = { 
   app.use('/api/v1', api);
 
   // The customer portal (portal.md): its API, guarded by the session's cookie, then its built pages.
+  if (deps.config.portalBaseUrl?.startsWith('https://')) app.use('/portal', strictTransport);
   // Session starts are limited per client address before the route looks the link up.
-  app.use('/portal/v1/sesion', portalSessionLimit(deps.portalSessionLimiter, deps.clientAddress, { limited: () => deps.metrics.authEvents.addressLimited('portal_session') }));
+  app.use('/portal/v1/sesion', noStore, portalSessionLimit(deps.portalSessionLimiter, deps.clientAddress, { limited: () => deps.metrics.authEvents.addressLimited('portal_session') }));
   const portalApi = Router(ROUTER_OPTIONS);
+  portalApi.use(noStore);
   mountPortalRoutes(portalApi, deps, deps.portalRateLimiter);
   portalApi.use(notFound);
   app.use('/portal/v1', portalApi);
