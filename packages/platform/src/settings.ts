@@ -139,6 +139,12 @@ export interface CommonSettings {
    * pool (0: none). Default `DEFAULT_STATEMENT_TIMEOUT_MS`.
    */
   dbStatementTimeoutMs: number;
+  /**
+   * METRICS_HOST: the address the metrics port (`/metrics`, `/healthz`, `/readyz`) listens on.
+   * Default 127.0.0.1, this machine only; the images set 0.0.0.0, so that Prometheus and the
+   * orchestrator's probes reach it on the containers' network (never publish it).
+   */
+  metricsHost: string;
   /** LOG_LEVEL: pino level, one of `LOG_LEVELS`. Default `info`. */
   logLevel: string;
   /** DISPATCH_HOST_MAP: host names the webhook sender resolves without DNS, `name=address,...`. Default empty. */
@@ -277,6 +283,7 @@ export function readCommonSettings(r: SettingsReader): CommonSettings {
     dbPoolSize: r.int('DB_POOL_SIZE', 20, 1, 1000),
     dbStatementTimeoutMs: r.int('DB_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 0, 3_600_000),
     logLevel: r.string('LOG_LEVEL', 'info'),
+    metricsHost: r.string('METRICS_HOST', '127.0.0.1'),
     dispatchHostMap: r.string('DISPATCH_HOST_MAP', ''),
     dispatchAllowCidrs: r.string('DISPATCH_ALLOW_CIDRS', ''),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 10_000, 1, 3_600_000),
@@ -286,6 +293,7 @@ export function readCommonSettings(r: SettingsReader): CommonSettings {
   };
   checkAllowCidrs(r, settings.dispatchAllowCidrs, production);
   if (production) checkProductionCommon(r, settings);
+  r.check('METRICS_HOST', isIP(settings.metricsHost) !== 0, 'must be an IP address (127.0.0.1, 0.0.0.0, ::)');
   r.check('LOG_LEVEL', (LOG_LEVELS as readonly string[]).includes(settings.logLevel), `must be one of ${LOG_LEVELS.join(', ')}`);
   r.check('REDIS_PREFIX', /^[A-Za-z0-9_.:-]{1,64}$/.test(settings.redisPrefix), 'letters, digits, _ . : - (1-64)');
   if (settings.redisClusterNodes) settings.redisPrefix = `{${settings.redisPrefix}}`;

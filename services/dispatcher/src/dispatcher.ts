@@ -238,7 +238,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     retention.start();
     undo.push('retention', () => retention.stop());
 
-    const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: commands }, undo);
+    const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: commands }, undo, config.metricsHost);
 
     // The queues too: BullMQ drops a shared connection's listeners when it closes, so a queue closed
     // while its first checks were still running would raise its late error with no one to hear it.

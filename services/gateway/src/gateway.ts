@@ -165,7 +165,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       clock,
     };
 
-    const { server: metricsServer, port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis }, undo);
+    const { server: metricsServer, port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis }, undo, config.metricsHost);
 
     // The operator's door first: the public port never serves a moment without its 404 for it.
     const separateAdmin = config.adminPort !== undefined;
