@@ -6,9 +6,9 @@ import { STATUS_CODES } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { AttemptErrorClass } from '@svc/contracts';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
-import { guardedRange, isAllowed, parseCidrs, parseIp, type AllowList } from './address.guard';
+import { guardedRange, isAllowed, parseCidrs, parseIp, refusedHostMessage, type AllowList } from './address.guard';
 import { normaliseHostName, parseHostMap } from './host-map.parser';
-import { createNameResolver, DEFAULT_DNS_TIMEOUT_MS, NAME_UNRESOLVED_CODE, NameResolutionError, type ResolvedAddress } from './dns.resolver';
+import { answersAsRefused, createNameResolver, DEFAULT_DNS_TIMEOUT_MS, NAME_UNRESOLVED_CODE, NameResolutionError, type ResolvedAddress } from './dns.resolver';
 
 export type AttemptResult = '2xx' | '3xx' | '4xx' | '5xx' | 'timeout' | 'network' | 'blocked';
 
@@ -92,7 +92,7 @@ export class BlockedAddressError extends Error {
     readonly address: string,
     readonly range: string,
   ) {
-    super(`${host} resolves to a non-public address`);
+    super(refusedHostMessage(host));
     this.name = 'BlockedAddressError';
   }
 }
@@ -141,7 +141,9 @@ function failureOf(err: unknown, host: string): { error: AttemptErrorClass; mess
   const code = typeof e?.code === 'string' ? e.code : '';
   const text = e?.message ?? String(err);
   if (code === BLOCKED_CODE) return { error: 'BLOCKED_ADDRESS', message: clip(text) };
-  // The resolver's own errors already say `cannot resolve <host>: <reason>`.
+  // A name without an address reads as a refused one (NO_ADDRESS_CODES); the resolver's other
+  // errors already say `cannot resolve <host>: <reason>`.
+  if (e !== undefined && answersAsRefused(e)) return { error: 'BLOCKED_ADDRESS', message: clip(refusedHostMessage(host)) };
   if (code === NAME_UNRESOLVED_CODE) return { error: 'DNS', message: clip(text) };
   if (DNS_CODES.includes(code) || e?.syscall === 'getaddrinfo') {
     return { error: 'DNS', message: clip(`cannot resolve ${host}: ${code || text}`) };
