@@ -185,7 +185,7 @@ describe('answers, through the sender', () => {
     // Told apart, the two would let PINGs map which internal names exist (issue 42, L3).
     const unknown = await sender.send(`https://nowhere.test:${receiver.port}/hook`, '{}', JSON_HEADERS);
     const refused = await sender.send(`https://private.test:${receiver.port}/hook`, '{}', JSON_HEADERS);
-    const shape = (o: typeof unknown) => ({ ok: o.ok, result: o.result, statusCode: o.statusCode, error: o.error, message: o.message.replace(/^[a-z.]+ /, '<host> '), response: o.response });
+    const shape = (o: typeof unknown) => ({ ok: o.ok, result: o.result, statusCode: o.statusCode, error: o.error, message: o.message?.replace(/^[a-z.]+ /, '<host> '), response: o.response });
     expect(shape(unknown)).toEqual(shape(refused));
     expect(unknown).toMatchObject({ ok: false, result: 'blocked', error: 'BLOCKED_ADDRESS', message: 'nowhere.test resolves to a non-public address' });
     const broken = await sender.send(`https://broken.test:${receiver.port}/hook`, '{}', JSON_HEADERS);
