@@ -6,6 +6,7 @@ import { portalSessionLimit } from './rate-limit/portal-session.limit';
 import { jsonBody } from './http/body.middleware';
 import { noStore, strictTransport } from './http/cache-control.middleware';
 import { requestId } from './http/request-id.middleware';
+import { originFormOnly } from './http/origin-form.middleware';
 import { accessLog } from './http/access-log.middleware';
 import { errorMiddleware, notFound } from './http/error.middleware';
 import { mountCompanyRoutes } from './companies/company.routes';
@@ -37,6 +38,7 @@ function baseApp(deps: GatewayDeps): Express {
   app.set('query parser', 'simple');
   app.use(requestId);
   app.use(accessLog(deps.logger, deps.metrics));
+  app.use(originFormOnly);
   return app;
 }
 
