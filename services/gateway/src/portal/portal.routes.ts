@@ -22,7 +22,7 @@ import { sendJson } from '../http/send-json';
 import type { RateLimiter } from '../rate-limit/rate-limiter';
 import { nextEstado } from '../shipments/shipment-state';
 import { listActivity } from '../activity/activity.repository';
-import { clearSessionCookie, portalSession, sessionOf, setSessionCookie, type PortalSession } from './portal-session.middleware';
+import { clearSessionCookie, endBrowserSession, portalSession, sessionOf, setSessionCookie, type PortalSession } from './portal-session.middleware';
 import { csrfTokenOf, PORTAL_IDLE_MS, startPortalSession } from './portal-session.service';
 import { endSession } from './portal-session.repository';
 import { companies, deliveries, guatemalaToday, listBranches, shipments, tokenPairGeneratedAt, webhooks } from './portal.services';
@@ -85,6 +85,7 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
       async (req, res) => {
         const { enlace } = validatePortalSessionRequest(req.body);
         const { session, secret } = await startPortalSession(deps.db, enlace, now());
+        await endBrowserSession(deps.db, req, now());
         setSessionCookie(req, res, secret);
         const empresa = await companies.requireCompany(deps.db, session.empresaId);
         ok(res, 201, sessionView(empresa, { ...session, secret }));
