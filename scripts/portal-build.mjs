@@ -17,7 +17,8 @@ function newest(path) {
   return t;
 }
 
-const sources = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json'].map((p) => join(portal, p)).filter(existsSync);
+// The portal bundles the contracts' pure modules by path (its api.ts and format.ts): a change there is a change of the portal.
+const sources = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json', '../../packages/contracts/src'].map((p) => join(portal, p)).filter(existsSync);
 const stale = !existsSync(built) || Math.max(...sources.map(newest)) > statSync(built).mtimeMs;
 if (stale) {
   console.log('portal: building services/portal (its build is missing or older than its sources)');

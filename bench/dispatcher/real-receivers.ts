@@ -1,7 +1,7 @@
 // The phases of `pnpm bench:dispatcher` with receivers as real ones behave (issue 30): the fleet
 // (100 companies, 1,000 webhooks) saturated at each receiver latency; 1% of its webhooks never
 // answering; and, while the dispatcher stays saturated by them, failing webhooks whose gaps between
-// attempts are measured where they land. Method: bench/README.md ("Real receivers").
+// attempts are measured where they land. Method: bench/README.md ("Issue 30's phases").
 import type { ShipmentEventJob } from '@svc/contracts';
 import { addEvents, ask, deliveredCount, eventJob, now, settleDrainedOutbox, sleep } from '../support/dispatcher-bench';
 import { startFeeder } from '../support/fleet';

@@ -49,7 +49,7 @@ export const PACED_SECONDS = scaled('BENCH_PACED_SECONDS', 15, 3);
  * Seconds each paced phase (the no-op worker's and the dispatcher's) runs at its rate before it is
  * measured. Each process sits idle while the other is measured, and V8 may then run a full
  * collection that throws away optimized code (`weak objects` deoptimizations: 111 functions of the
- * dispatcher in one run, bench/README.md "sixth session"); without a lead-in, the figure at a rate
+ * dispatcher in one run, bench/HISTORY.md "sixth session"); without a lead-in, the figure at a rate
  * includes re-optimizing them. 0 measures from the first event, as the script did before.
  */
 export const PACED_LEAD_SECONDS = scaled('BENCH_PACED_LEAD_SECONDS', 5, 1);

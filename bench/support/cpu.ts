@@ -90,7 +90,7 @@ export interface Switches {
  * Starts counting the context switches of `pid`'s main thread (the event loop's; V8's and libuv's
  * helper threads apart); call the result with a number of units for the switches per unit since
  * (NaN when /proc could not be read). On this VM each switch costs far more than a system call
- * (bench/README.md, "what a wake-up costs"), so their count per delivery is the structure under the
+ * (bench/HISTORY.md, "What a wake-up costs here"), so their count per delivery is the structure under the
  * CPU figure at a paced rate, and it moves much less from run to run than the CPU does.
  */
 export function switchMeter(pid: number): (units: number) => Switches {

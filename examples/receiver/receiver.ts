@@ -85,20 +85,22 @@ function signatureMatched(req: IncomingMessage, rawBody: Buffer, secret: string,
 function handle(req: IncomingMessage, res: ServerResponse, rawBody: Buffer): void {
   const now = Date.now();
   const result = verifyDelivery({ rawBody, headers: req.headers, secrets, toleranceSeconds, now });
+  // eventId: the `webhook-id` header; deliveryId: the payload's `webhookId` (docs/integrators.md, Ids).
   // X-SVC-Modo: `live`, or `test` for sandbox events; X-SVC-Secuencia: the event's place in its shipment's history.
-  const context = `webhook-id=${one(req, 'webhook-id')} modo=${one(req, 'x-svc-modo')} secuencia=${one(req, 'x-svc-secuencia')}`;
+  const eventId = `eventId=${one(req, 'webhook-id')}`;
+  const context = `modo=${one(req, 'x-svc-modo')} secuencia=${one(req, 'x-svc-secuencia')}`;
   if (result.ok) {
     // Which of this receiver's secrets matched (during a rotation, either may).
     const secret = result.secretIndex === 0 ? 'WEBHOOK_SECRET' : 'WEBHOOK_SECRET_PREVIOUS';
     const signature = signatureMatched(req, rawBody, secrets[result.secretIndex] ?? '', now);
     console.log(
-      `${new Date(now).toISOString()} VALID ${result.event} ${context} delivery=${result.payload.webhookId} scheme=${result.scheme} signature=${signature} secret=${secret}`,
+      `${new Date(now).toISOString()} VALID ${result.event} ${eventId} deliveryId=${result.payload.webhookId} ${context} scheme=${result.scheme} signature=${signature} secret=${secret}`,
     );
     answer(res, 200, { received: true });
     return;
   }
   // The event header is not signed: logged only to help find the delivery.
-  console.log(`${new Date().toISOString()} INVALID ${one(req, 'x-svc-event')} ${context} reason=${result.reason}`);
+  console.log(`${new Date().toISOString()} INVALID ${one(req, 'x-svc-event')} ${eventId} ${context} reason=${result.reason}`);
   answer(res, STATUS[result.reason], { error: result.reason });
 }
 

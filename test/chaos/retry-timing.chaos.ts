@@ -8,9 +8,9 @@ import { sleep } from '../support/eventually';
 
 /**
  * Retries on time while the dispatcher is saturated by other tenants' work (issue 30): attempt 2
- * comes 1 s and attempt 3 2 s after the previous attempt ended (courier-api.md, "Delivery and
- * retry"), each within 250 ms at p99. The measured tenant's 4 webhooks answer 500 at once, so each
- * is degraded after its second failure. Beside it, at the default 50 slots, three other tenants
+ * comes 1 s and attempt 3 2 s after the previous attempt ended (docs/integrators.md, Receiving
+ * webhooks, "Attempts"), each within 250 ms at p99. The measured tenant's 4 webhooks answer 500 at
+ * once, so each is degraded after its second failure. Beside it, at the default 50 slots, three other tenants
  * keep the pool full: 8 endpoints that never answer (5 s timeouts: they fill the degraded
  * webhooks' half of the pool, and their backlog is deferred), 6 that fail at once (retries of their
  * own), and 6 healthy ones that answer after 1 s with more work than the healthy half holds

@@ -102,13 +102,13 @@ describe('deliveries from the dispatcher', () => {
     await startReceiver({ WEBHOOK_SECRET: webhook.secret });
   }, 60_000);
 
-  it('verifies and logs a shipment event: event, webhook-id, modo, secuencia, valid; the dispatcher records a 200', async () => {
+  it('verifies and logs a shipment event: event, eventId, deliveryId, modo, secuencia, valid; the dispatcher records a 200', async () => {
     const created = await createOne(fx.gw, company.live);
     expect(created.status).toBe(201);
     numeroGuia = (created.body as { data: { numeroGuia: string } }).data.numeroGuia;
     const line = await lineWith(/ VALID GUIA_CREADA /);
-    expect(line).toMatch(/ VALID GUIA_CREADA webhook-id=[0-9a-f-]{36} modo=live secuencia=1 delivery=[0-9a-f-]{36} scheme=svc signature=current secret=WEBHOOK_SECRET$/);
-    const delivery = line.match(/delivery=(\S+)/)![1]!;
+    expect(line).toMatch(/ VALID GUIA_CREADA eventId=[0-9a-f-]{36} deliveryId=[0-9a-f-]{36} modo=live secuencia=1 scheme=svc signature=current secret=WEBHOOK_SECRET$/);
+    const delivery = line.match(/deliveryId=(\S+)/)![1]!;
     await eventually(
       async () => {
         const res = await api('get', `/webhooks/${webhook.id}/entregas/${delivery}`);
@@ -123,7 +123,7 @@ describe('deliveries from the dispatcher', () => {
     const res = await api('post', `/webhooks/${webhook.id}/test`);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ data: { exitoso: true, statusCode: 200 } });
-    expect(await lineWith(/ VALID PING /)).toMatch(/ VALID PING webhook-id=\S+ modo=live secuencia=- delivery=\S+ scheme=svc signature=current secret=WEBHOOK_SECRET$/);
+    expect(await lineWith(/ VALID PING /)).toMatch(/ VALID PING eventId=\S+ deliveryId=\S+ modo=live secuencia=- scheme=svc signature=current secret=WEBHOOK_SECRET$/);
   });
 
   it('after a rotation, still verifies with the old secret only (X-SVC-Signature-Anterior: signature=previous), then with the new one and the old as WEBHOOK_SECRET_PREVIOUS (signature=current)', async () => {
@@ -135,16 +135,16 @@ describe('deliveries from the dispatcher', () => {
     await new Promise((r) => setTimeout(r, 1500));
 
     expect((await moveOn(fx.gw, numeroGuia, { evento: 'GUIA_RECOLECTADA' })).status).toBe(200);
-    expect(await lineWith(/ VALID GUIA_RECOLECTADA /)).toMatch(/ modo=live secuencia=2 .* scheme=svc signature=previous secret=WEBHOOK_SECRET$/);
+    expect(await lineWith(/ VALID GUIA_RECOLECTADA /)).toMatch(/ modo=live secuencia=2 scheme=svc signature=previous secret=WEBHOOK_SECRET$/);
 
     await startReceiver({ WEBHOOK_SECRET: newSecret, WEBHOOK_SECRET_PREVIOUS: webhook.secret });
     expect((await moveOn(fx.gw, numeroGuia, { evento: 'GUIA_EN_BODEGA' })).status).toBe(200);
-    expect(await lineWith(/ VALID GUIA_EN_BODEGA /)).toMatch(/ secuencia=3 .* scheme=svc signature=current secret=WEBHOOK_SECRET$/);
+    expect(await lineWith(/ VALID GUIA_EN_BODEGA /)).toMatch(/ secuencia=3 scheme=svc signature=current secret=WEBHOOK_SECRET$/);
 
     // The new secret alone verifies too (the overlap is for receivers still on the old one).
     await startReceiver({ WEBHOOK_SECRET: newSecret });
     expect((await moveOn(fx.gw, numeroGuia, { evento: 'GUIA_EN_RUTA' })).status).toBe(200);
-    expect(await lineWith(/ VALID GUIA_EN_RUTA /)).toMatch(/ secuencia=4 .* scheme=svc signature=current secret=WEBHOOK_SECRET$/);
+    expect(await lineWith(/ VALID GUIA_EN_RUTA /)).toMatch(/ secuencia=4 scheme=svc signature=current secret=WEBHOOK_SECRET$/);
     webhook = { ...webhook, secret: newSecret };
   }, 60_000);
 });
@@ -186,7 +186,7 @@ describe('refusals: 4xx and an INVALID line with the reason', () => {
       mode: 'live',
     });
     expect(outcome).toMatchObject({ ok: false, statusCode: 401, result: '4xx' });
-    expect(await lineWith(new RegExp(`webhook-id=${eventId} `))).toMatch(/ INVALID GUIA_CREADA webhook-id=\S+ modo=live secuencia=1 reason=invalid_signature$/);
+    expect(await lineWith(new RegExp(`eventId=${eventId} `))).toMatch(/ INVALID GUIA_CREADA eventId=\S+ modo=live secuencia=1 reason=invalid_signature$/);
   });
 
   it('a tampered body', async () => {
@@ -194,7 +194,7 @@ describe('refusals: 4xx and an INVALID line with the reason', () => {
     const { body, headers } = signed(webhook.secret, new Date(), eventId);
     const outcome = await sender.send(url(), body.replace('GT-1', 'GT-2'), headers);
     expect(outcome.statusCode).toBe(401);
-    expect(await lineWith(new RegExp(`webhook-id=${eventId} `))).toMatch(/ INVALID GUIA_ENTREGADA .* reason=invalid_signature$/);
+    expect(await lineWith(new RegExp(`eventId=${eventId} `))).toMatch(/ INVALID GUIA_ENTREGADA .* reason=invalid_signature$/);
   });
 
   it('a stale delivery (a replay 10 minutes later), correctly signed', async () => {
@@ -202,7 +202,7 @@ describe('refusals: 4xx and an INVALID line with the reason', () => {
     const { body, headers } = signed(webhook.secret, new Date(Date.now() - 10 * 60_000), eventId);
     const outcome = await sender.send(url(), body, headers);
     expect(outcome.statusCode).toBe(401);
-    expect(await lineWith(new RegExp(`webhook-id=${eventId} `))).toMatch(/ INVALID GUIA_ENTREGADA .* reason=timestamp_out_of_tolerance$/);
+    expect(await lineWith(new RegExp(`eventId=${eventId} `))).toMatch(/ INVALID GUIA_ENTREGADA .* reason=timestamp_out_of_tolerance$/);
   });
 
   it('an unsigned request', async () => {
@@ -210,7 +210,7 @@ describe('refusals: 4xx and an INVALID line with the reason', () => {
     const { body, headers } = signed(webhook.secret, new Date(), eventId);
     const unsigned = Object.fromEntries(Object.entries(headers).filter(([name]) => !name.includes('signature')));
     expect((await sender.send(url(), body, unsigned)).statusCode).toBe(401);
-    expect(await lineWith(new RegExp(`webhook-id=${eventId} `))).toMatch(/ reason=missing_signature$/);
+    expect(await lineWith(new RegExp(`eventId=${eventId} `))).toMatch(/ reason=missing_signature$/);
   });
 
   it('says which webhook-signature entry matched: the first (current secret) or the one after it (previous secret)', async () => {
@@ -225,7 +225,7 @@ describe('refusals: 4xx and an INVALID line with the reason', () => {
       const standardOnly = Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'x-svc-signature'));
       standardOnly['webhook-signature'] = standardSignatureHeader(eventId, Number(headers['webhook-timestamp']), body, [...order]);
       expect((await sender.send(url(), body, standardOnly)).statusCode).toBe(200);
-      expect(await lineWith(new RegExp(`webhook-id=${eventId} `))).toMatch(new RegExp(` VALID GUIA_ENTREGADA .* scheme=standard signature=${expected} secret=WEBHOOK_SECRET$`));
+      expect(await lineWith(new RegExp(`eventId=${eventId} `))).toMatch(new RegExp(` VALID GUIA_ENTREGADA .* scheme=standard signature=${expected} secret=WEBHOOK_SECRET$`));
     }
   });
 
@@ -233,6 +233,6 @@ describe('refusals: 4xx and an INVALID line with the reason', () => {
     const eventId = randomUUID();
     const { body, headers } = signed(webhook.secret, new Date(), eventId);
     expect((await sender.send(url(), body, headers)).statusCode).toBe(200);
-    expect(await lineWith(new RegExp(`webhook-id=${eventId} `))).toMatch(/ VALID GUIA_ENTREGADA .* modo=live secuencia=5 .* scheme=svc/);
+    expect(await lineWith(new RegExp(`eventId=${eventId} `))).toMatch(/ VALID GUIA_ENTREGADA .* modo=live secuencia=5 scheme=svc/);
   });
 });

@@ -233,7 +233,7 @@ describe('the whole stack through `pnpm start`', () => {
     await eventually(async () => logsOf('dispatcher').some((l) => l.requestId === trace && l.msg === 'delivery finished'), 10_000, 'delivery log line');
     expect(logsOf('gateway')).toContainEqual(expect.objectContaining({ requestId: trace, route: '/api/v1/guias', status: 201 }));
     expect(logsOf('dispatcher')).toContainEqual(
-      expect.objectContaining({ requestId: trace, deliveryId: payload.webhookId, webhookId: hookId, outcome: 'success', evento: 'GUIA_CREADA' }),
+      expect.objectContaining({ requestId: trace, deliveryId: payload.webhookId, webhook: hookId, outcome: 'success', evento: 'GUIA_CREADA' }),
     );
 
     // The sandbox journey of docs/integrators.md: a test webhook, a sandbox shipment, `simular` to ENTREGADO,

@@ -7,7 +7,7 @@ import type { AttemptResult } from '@svc/webhook-sender';
 import { createGatewayMetrics } from '../../services/gateway/src/observability/gateway-metrics';
 import { createDispatcherMetrics, QUEUE_STATES } from '../../services/dispatcher/src/observability/dispatcher-metrics';
 import type { AuthEvents } from '../../services/gateway/src/auth/auth-events';
-import type { DeferReason, SlotState } from '../../services/dispatcher/src/deliveries/webhook-slots.limiter';
+import type { DeferReason, SlotState } from '../../services/dispatcher/src/fair-share/webhook-slots.limiter';
 import { githubSlug, headings } from '../support/markdown';
 import { catalogFromRegistry, checkExpr, templateLabels, TARGET_LABELS, type MetricInfo } from './promql';
 

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from './fixtures';
 
-test('a refused URL shows the API’s message in an alert and keeps the form filled', async ({ page, portal }) => {
+test('a refused URL shows why in an alert, with the API’s code, and keeps the form filled', async ({ page, portal }) => {
   const empresa = await portal.company();
   await portal.enter(page, empresa.id);
   await page.getByRole('navigation', { name: 'Secciones' }).getByRole('link', { name: 'Webhooks' }).click();
@@ -15,6 +15,8 @@ test('a refused URL shows the API’s message in an alert and keeps the form fil
   const alert = page.getByRole('alert');
   await expect(alert).toContainText('INVALID_URL');
   await expect(alert).toContainText('La URL no está permitida');
+  // The portal's own words: the API's English message (for integrators) never shows.
+  await expect(alert).not.toContainText('url must');
   await expect(page.getByLabel('URL')).toHaveValue('https://127.0.0.1/hook');
   await expect(page.getByLabel('Descripción')).toHaveValue('Mi ERP');
   await expect(page.getByRole('checkbox', { name: 'GUIA_ENTREGADA' })).toBeChecked();

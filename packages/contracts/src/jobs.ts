@@ -109,11 +109,11 @@ export function deliveryJobOf(event: ShipmentEventJob, delivery: { deliveryId: s
 /** The columns of `outbox` that `eventJobOf` reads. */
 export const EVENT_JOB_COLUMNS = ['id', 'evento', 'empresa_id', 'sucursal_id', 'data', 'created_at', 'request_id', 'secuencia', 'modo'] as const;
 
-/** Attempts of one delivery (the contract's 3: at once, then 1 s and 2 s after the previous ended). */
+/**
+ * Attempts of one delivery, the contract's 3 (docs/integrators.md): the bound of a delivery job's
+ * `attempt`. The dispatcher's retry policy spaces them (services/dispatcher/src/retry-policy/).
+ */
 export const DELIVERY_MAX_ATTEMPTS = 3;
-
-/** The wait after the end of attempt `attempt` before the next one: 1 s, then 2 s. */
-export const retryDelayMs = (attempt: number): number => 1000 * 2 ** (attempt - 1);
 
 export interface JobContract<Payload> {
   queue: string;
@@ -179,7 +179,7 @@ export const JOBS = {
     name: 'webhook-delivery',
     options: {
       // A receiver's failure never fails the job: the worker records the attempt and queues the
-      // next one itself (retryDelayMs). BullMQ's retries are for Postgres or Redis failing around
+      // next one itself (its retry policy). BullMQ's retries are for Postgres or Redis failing around
       // the send: 1 s doubling to about 4 min in all, spending none of the delivery's 3 attempts;
       // past them, the reconciler queues the delivery again from Postgres.
       attempts: 9,

@@ -1,7 +1,7 @@
 // Response shapes the API and the portal's API show, written once for the portal (a browser bundle that
 // imports this file by path, so it stays free of imports) and the tests that read the same answers.
 
-/** One attempt in a delivery's `intentosDetalle` (extensions.md, Delivery log). */
+/** One attempt in a delivery's `intentosDetalle` (docs/integrators.md, The delivery log). */
 export interface Attempt {
   numero: number;
   fecha: string;
@@ -12,7 +12,7 @@ export interface Attempt {
   respuesta: string | null;
 }
 
-/** A delivery as the delivery log shows it (extensions.md, Delivery log). */
+/** A delivery as the delivery log shows it (docs/integrators.md, The delivery log). */
 export interface EntregaDetalle {
   id: string;
   evento: string;

@@ -71,16 +71,28 @@ export function createStopStack(logger: Logger, options: StopStackOptions = {}):
   };
 }
 
-/** Listens on `port` (0: any free port), on `host` when given (else every address), and resolves with the port taken. */
-export async function listen(server: Server, port: number, host?: string): Promise<number> {
+/**
+ * Listens on `port` (0: any free port), on `host` when given (else every address), and resolves with the port taken.
+ * `setting` names what chose the port, e.g. `PORT (gateway)`, so that a port another process holds
+ * fails with the variable to change rather than Node's bare `EADDRINUSE`.
+ */
+export async function listen(server: Server, port: number, host?: string, setting?: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) => reject(setting === undefined ? err : portError(err, port, host, setting)));
     server.listen(port, host, () => {
       server.off('error', reject);
       resolve();
     });
   });
   return (server.address() as AddressInfo).port;
+}
+
+/** A taken or forbidden port as a one-line reason that names its setting; any other error as it came. */
+function portError(err: NodeJS.ErrnoException, port: number, host: string | undefined, setting: string): Error {
+  const where = host === undefined ? `port ${port}` : `port ${port} on ${host}`;
+  if (err.code === 'EADDRINUSE') return new Error(`${where} is taken: set ${setting} to a free port`, { cause: err });
+  if (err.code === 'EACCES') return new Error(`${where} is not allowed to this user: set ${setting} to a port above 1023`, { cause: err });
+  return err;
 }
 
 /** Stops accepting connections; requests in flight finish, idle keep-alive sockets are closed. */

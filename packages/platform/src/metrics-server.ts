@@ -108,13 +108,15 @@ export interface ReadinessTargets {
 /**
  * A service's metrics port: `createMetricsServer` with the `postgres` and `redis` checks, listening
  * on `host` (METRICS_HOST) and `port` (0: any free port) with `boundMetricsTimeouts`, its close on
- * `undo`. Resolves with the server and the port taken.
+ * `undo`. Resolves with the server and the port taken. `setting` names the variable that chose the
+ * port (e.g. `DISPATCHER_METRICS_PORT (dispatcher)`), for the error a taken port gives.
  */
 export async function serveMetrics(
   registry: Registry,
   port: number,
   targets: ReadinessTargets,
   undo: StopStack,
+  setting?: string,
   host = '127.0.0.1',
 ): Promise<{ server: Server; port: number }> {
   const server = createMetricsServer(registry, [
@@ -122,7 +124,7 @@ export async function serveMetrics(
     { name: 'redis', check: async () => void (await targets.redis.ping()) },
   ]);
   boundMetricsTimeouts(server);
-  const taken = await listen(server, port, host);
+  const taken = await listen(server, port, host, setting);
   undo.push('metrics server', () => closeServer(server));
   return { server, port: taken };
 }

@@ -100,9 +100,9 @@ export class SettingsReader {
  * The longest a statement of either service may run before Postgres cancels it (its error is the
  * request's 503 or the task's logged failure): a statement that runs away (a plan gone wrong, a
  * lock held by a stuck session) then frees its connection instead of holding a pool slot and
- * Postgres's CPU for ever. 10 s is 20 times the longest statement the services run by design (a
- * retention batch of 5,000 deliveries, about 0.5 s in `bench:retention`) and a third of the
- * gateway's 30 s request timeout, so a request never outlives its statement by long.
+ * Postgres's CPU for ever. 10 s is far above the longest statement the services run by design (a
+ * retention batch, which `bench:retention` times) and a third of the gateway's 30 s request
+ * timeout, so a request never outlives its statement by long.
  */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
 

@@ -4,13 +4,12 @@
 export {
   createWebhookSender,
   DEFAULT_TIMEOUT_MS,
-  type AttemptResult,
-  MAX_MESSAGE_LENGTH,
   MAX_RESPONSE_LENGTH,
   type SendOutcome,
   type WebhookSender,
   type SenderOptions,
 } from './webhook.sender';
+export { MAX_MESSAGE_LENGTH, type AttemptResult } from './send-failure.classifier';
 export { attemptDelivery, type AttemptInput, type AttemptOutcome } from './delivery.attempt';
 export { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type UrlCheck } from './webhook-url.validator';
 export { parseHostMap } from './host-map.parser';

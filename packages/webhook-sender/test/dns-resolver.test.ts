@@ -159,7 +159,7 @@ describe('answers, through the sender', () => {
   it('refuses a name the name server puts in a private range, connecting to nothing', async () => {
     const outcome = await sender.send(`https://private.test:${receiver.port}/hook`, '{}', JSON_HEADERS);
     expect(outcome).toMatchObject({ ok: false, result: 'blocked', error: 'BLOCKED_ADDRESS' });
-    // The tenant reads this in the delivery log: neither the address nor its range (extensions.md).
+    // The tenant reads this in the delivery log: neither the address nor its range (docs/integrators.md, The delivery log).
     expect(outcome.message).toBe('private.test resolves to a non-public address');
   });
 

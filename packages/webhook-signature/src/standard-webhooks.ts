@@ -48,8 +48,8 @@ export function standardSecret(secret: string): string {
 
 /**
  * Keys derived from secrets, by secret: deliveries are signed with the same few secrets over and
- * over, and deriving the key on every signature (two pattern tests and a decode) took 1.2% of the
- * dispatcher's busy time at 200 deliveries/s (bench/README.md, "eighth session"). Emptied when full.
+ * over, and deriving the key on every signature (two pattern tests and a decode) was a measurable
+ * share of the dispatcher's busy time (bench/HISTORY.md, "eighth session"). Emptied when full.
  */
 const derivedKeys = new Map<string, Buffer>();
 const DERIVED_KEYS_KEPT = 1000;

@@ -10,7 +10,7 @@ export interface DispatcherConfig extends CommonSettings {
   metricsPort: number;
   /**
    * DISPATCHER_CONCURRENCY: deliveries in flight in this process. Set, exactly that bound. Unset,
-   * 50 at start and the floor of an adaptive limit (deliveries/in-flight.governor.ts) that grows
+   * 50 at start and the floor of an adaptive limit (concurrency/in-flight.governor.ts) that grows
    * while sends wait on slow receivers and the CPU is idle, up to `maxInFlight`.
    */
   concurrency: number;
@@ -60,12 +60,12 @@ export interface DispatcherConfig extends CommonSettings {
   retentionDays: number;
 }
 
-/** DISPATCHER_CONCURRENCY's default (operations.md): the floor the adaptive limit starts from. */
+/** DISPATCHER_CONCURRENCY's default (docs/operations.md): the floor the adaptive limit starts from. */
 const DEFAULT_CONCURRENCY = 50;
 /**
- * DISPATCHER_MAX_IN_FLIGHT's default: enough for 0.8 of the 0 ms rate to 500 ms receivers on the
- * bench machine (about 2,800 deliveries/s, so 1,400 sends waiting), within the process's memory
- * bound (docs/decisions/0007-adaptive-in-flight.md).
+ * DISPATCHER_MAX_IN_FLIGHT's default: enough sends waiting on 500 ms receivers for 0.8 of the rate
+ * to 0 ms ones on the bench machine, within the process's memory bound
+ * (docs/decisions/0007-adaptive-in-flight.md).
  */
 const DEFAULT_MAX_IN_FLIGHT = 2000;
 

@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker } from 'bullmq';
+import { UnrecoverableError, Worker, type Queue } from 'bullmq';
 import {
   coalesceWrites,
   connectRedis,
@@ -9,19 +9,23 @@ import {
   prepareSecretsAtRest,
   queueFor,
   serveMetrics,
+  type Db,
+  type RedisClient,
+  type SecretBox,
+  type StopStack,
 } from '@svc/platform';
 import { createLogger, type Logger } from '@svc/observability';
-import { JOBS, type EventName } from '@svc/contracts';
-import { createWebhookSender } from '@svc/webhook-sender';
+import { JOBS, type DeliveryJob, type EventName, type ShipmentEventJob } from '@svc/contracts';
+import { createWebhookSender, type WebhookSender } from '@svc/webhook-sender';
 import type { DispatcherConfig } from './config';
-import { createFanOut } from './fan-out/fan-out.worker';
-import { createDeliveryPipeline } from './deliveries/delivery.pipeline';
+import { createFanOut, type FanOut } from './fan-out/fan-out.worker';
+import { createDeliveryPipeline, type DeliveryPipeline } from './pipeline/delivery.pipeline';
 import { createDispatcherMetrics, QUEUE_STATES, type DispatcherMetrics } from './observability/dispatcher-metrics';
 import { createReconciler, type Reconciler } from './reconcile/reconciler';
 import { createDeferralScheduler } from './reconcile/deferral.scheduler';
 import { createRetention, type Retention } from './retention/retention.task';
-import { createWebhookSlots } from './deliveries/webhook-slots.limiter';
-import { createInFlightGovernor } from './deliveries/in-flight.governor';
+import { createWebhookSlots, type WebhookSlots } from './fair-share/webhook-slots.limiter';
+import { createInFlightGovernor } from './concurrency/in-flight.governor';
 import { oldestOverdueAge } from './deliveries/delivery.repository';
 import { oldestUnfannedAge } from './outbox/outbox.repository';
 import { createPostgresWatch } from './support/postgres-watch';
@@ -56,6 +60,9 @@ export interface DispatcherOptions {
  * it is unset, as many as the governor finds receivers' latency needs, up to DISPATCHER_MAX_IN_FLIGHT.
  * Any number of dispatchers may run side by side on one Redis prefix: BullMQ hands each job to one
  * of them, and a dead one's jobs move on after `DISPATCHER_LOCK_DURATION_MS`.
+ *
+ * Each step below registers its undo as it builds; stop() runs them in reverse order, each on its
+ * own, within SHUTDOWN_TIMEOUT_MS.
  */
 export async function startDispatcher(config: DispatcherConfig, options: DispatcherOptions = {}): Promise<RunningDispatcher> {
   const logger = options.logger ?? createLogger('dispatcher', config.logLevel);
@@ -63,190 +70,273 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
   const stop = (): Promise<void> => undo.stop();
 
   try {
-    // Its two hot statements (the fan-out, the attempts' record) are prepared: planned once per connection.
-    const { pool, db } = openDatabase(config, 'dispatcher', undo, { genericPlans: true });
-    // Before anything sends: every stored secret opens, and none is left in plaintext.
-    const secrets = createSecretBox(config.secretsKeys);
-    await prepareSecretsAtRest(db, secrets, logger);
+    const stores = await openStores(config, logger, undo);
+    const sender = openSender(config, undo);
+    const queues = openQueues(config, stores.commands, undo);
+    const slots = createFairShare(config, logger);
+    const metrics = createMetrics(stores.db, queues, slots);
 
-    // Queue adds, counts and readiness must not hang while Redis is away; the workers must ride it out.
-    const commands = await connectRedis(config, 'commands', undo, 'redis');
-    // One client per worker rather than one shared: it measured less CPU per delivery, unexplained.
-    const eventWorkerRedis = await connectRedis(config, 'blocking', undo, 'event worker redis');
-    const deliveryWorkerRedis = await connectRedis(config, 'blocking', undo, 'delivery worker redis');
-    // A worker completes each job with a command of its own, and the jobs of one batch finish in
-    // one turn: their completions leave in one write. (BullMQ's blocking connection, its own
-    // duplicate of these, sends one BZPOPMIN at a time and is left alone.)
-    coalesceWrites(eventWorkerRedis);
-    coalesceWrites(deliveryWorkerRedis);
-
-    const sender = createWebhookSender({
-      hostMap: config.dispatchHostMap,
-      allowCidrs: config.dispatchAllowCidrs,
-      extraCaFile: lateExtraCaCerts(),
-    });
-    undo.push('sender', () => sender.close());
-
-    const eventsQueue = queueFor(JOBS.shipmentEvent, { connection: commands, prefix: config.redisPrefix });
-    eventsQueue.on('error', () => undefined);
-    const deliveryQueue = queueFor(JOBS.delivery, { connection: commands, prefix: config.redisPrefix });
-    deliveryQueue.on('error', () => undefined);
-    undo.push('queues', () => Promise.all([eventsQueue.close(), deliveryQueue.close()]));
-
-    const slots = createWebhookSlots({
-      slots: config.concurrency,
-      perWebhook: config.webhookConcurrency,
-      perCompany: config.companyConcurrency,
-      onStateChange: (webhookId, state, score) => {
-        if (state === 'degraded') logger.warn({ webhookId, failureScore: Number(score.toFixed(2)) }, 'webhook degraded: its recent attempts failed or answered slowly; fewer slots until it recovers');
-        else logger.info({ webhookId }, 'webhook recovered: full slots again');
-      },
-    });
-
-    const metrics = createDispatcherMetrics({
-      slots,
-      queueCounts: async () => {
-        const [events, deliveries] = await Promise.all([
-          eventsQueue.getJobCounts(...QUEUE_STATES),
-          deliveryQueue.getJobCounts(...QUEUE_STATES),
-        ]);
-        return { [JOBS.shipmentEvent.queue]: events, [JOBS.delivery.queue]: deliveries };
-      },
-      backlog: { oldestOverdueDelivery: () => oldestOverdueAge(db), oldestUnfannedEvent: () => oldestUnfannedAge(db) },
-    });
-
+    const { db, pool, secrets } = stores;
     const postgres = createPostgresWatch((listener) => pool.on('error', listener));
-    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue, slots, metrics, logger, postgres, secrets });
+    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue: queues.deliveryQueue, slots, metrics, logger, postgres, secrets });
     const fanOut = createFanOut({ db, deliveries, postgres, metrics, secrets });
 
-    const workerOptions = {
-      prefix: config.redisPrefix,
-      // A process that dies holding jobs stops renewing their locks; after lockDuration the stalled
-      // check (every stalledInterval) moves them back to waiting for another dispatcher. Two stalls
-      // are tolerated, so a job survives two crashes before it is failed.
-      lockDuration: config.lockDurationMs,
-      stalledInterval: config.lockDurationMs,
-      maxStalledCount: 2,
-    };
-    // Workers take `unknown` payloads: each processor checks its job against the catalog first.
-    // An event's job makes its deliveries' first attempts, so it takes as many events at once as
-    // there are send slots; the events taken together are fanned out in one statement. The
-    // deliveries queue holds retries and deferrals only; both workers share the slots (the limiter),
-    // the delivery worker with jobs to spare for a due retry when sends hold the others (above).
-    // Jobs each worker is running now: the governor reads how full they are.
-    const running = { events: 0, deliveries: 0 };
-    const counted = async <T>(worker: keyof typeof running, run: () => Promise<T>): Promise<T> => {
-      running[worker]++;
-      try {
-        return await run();
-      } finally {
-        running[worker]--;
-      }
-    };
-    const fanOutWorker = new Worker<unknown, number>(JOBS.shipmentEvent.queue, (job) => counted('events', () => fanOut.process(job)), {
-      ...workerOptions,
-      connection: eventWorkerRedis,
-      concurrency: config.concurrency,
-    });
-    const deliveryWorker = new Worker<unknown>(JOBS.delivery.queue, (job, token) => counted('deliveries', () => deliveries.deliverJob(job, token)), {
-      ...workerOptions,
-      connection: deliveryWorkerRedis,
-      concurrency: config.concurrency * DELIVERY_JOBS_PER_SLOT,
-    });
-    // Sends that wait on slow receivers cost no CPU: while they fill the pool and the thread is idle
-    // the governor widens it, and the workers take as many jobs as it has slots.
-    const governor = createInFlightGovernor({
-      floor: config.concurrency,
-      ceiling: config.maxInFlight,
-      used: () => Math.max(slots.inFlight(), running.events, running.deliveries / DELIVERY_JOBS_PER_SLOT) / slots.limit(),
-      refusals: () => slots.refusals(),
-      apply: (limit) => {
-        slots.resize(limit);
-        fanOutWorker.concurrency = limit;
-        deliveryWorker.concurrency = limit * DELIVERY_JOBS_PER_SLOT;
-      },
-      onChange: (limit, previous, reading) =>
-        logger.debug({ limit, previous, used: Number(reading.used.toFixed(2)), refused: reading.refused, busy: Number(reading.busy.toFixed(2)) }, 'in-flight limit changed'),
-    });
-    governor.start();
-    undo.push('in-flight governor', () => Promise.resolve(governor.stop()));
-    for (const [name, worker] of [
-      ['fan-out', fanOutWorker],
-      ['delivery', deliveryWorker],
-    ] as const) {
-      worker.on('error', (err) => logger.warn({ worker: name, err: err.message }, 'worker error'));
-    }
-    // A receiver's failure never fails a job (the worker records it), so every job that ends failed
-    // failed for another reason (a malformed payload, Postgres or Redis away past its retries): it
-    // is said at error level and counted; the reconciler queues its work again from Postgres.
-    for (const [queue, worker] of [
-      [JOBS.shipmentEvent.queue, fanOutWorker],
-      [JOBS.delivery.queue, deliveryWorker],
-    ] as const) {
-      worker.on('failed', (job, err) => {
-        const ids = { queue, jobId: job?.id, attemptsMade: job?.attemptsMade, err: err.message };
-        if (isUnrecoverable(err)) {
-          metrics.jobsFailed.inc({ queue, reason: 'malformed' });
-          logger.error(ids, 'malformed job failed');
-          return;
-        }
-        // Whether BullMQ kept it for a retry or failed it for good (retries spent, or stalled too
-        // often) is in Redis: ask rather than guess from the counters.
-        void (job ? job.isFailed() : Promise.resolve(true))
-          .catch(() => true)
-          .then((final) => {
-            if (!final) return logger.warn(ids, 'job failed; will retry');
-            metrics.jobsFailed.inc({ queue, reason: 'retries_exhausted' });
-            logger.error(ids, 'job failed for good; the reconciler will queue its work again');
-          });
-      });
-    }
+    const workers = startWorkers(config, stores, { fanOut, deliveries });
+    startGovernor(config, logger, slots, workers, undo);
+    watchWorkers(workers, metrics, logger);
     // close() stops taking jobs and waits for those in flight; their batches commit before they end.
     undo.push('workers', async () => {
-      const closing = Promise.all([fanOutWorker.close(), deliveryWorker.close()]);
+      const closing = Promise.all([workers.fanOut.close(), workers.delivery.close()]);
       // Jobs waiting for their webhook's turn go back to the queue rather than hold up the stop.
       slots.close();
       await closing;
       await Promise.all([fanOut.drain(), deliveries.drain()]);
     });
 
-    // A delivery either periodic task ends as failed (its event row gone) is counted as every failed one is.
-    const deliveryFailed = (evento: EventName): void => metrics.delivered(evento, 'failure');
-    const reconciler = createReconciler({
-      db,
-      eventsQueue,
-      deliveryQueue,
-      logger,
-      requeued: (kind, n) => metrics.reconcilerRequeued.inc({ kind }, n),
-      failed: deliveryFailed,
-      intervalMs: config.reconcileIntervalMs,
-      graceMs: config.reconcileGraceMs,
-    });
-    reconciler.start();
-    undo.push('reconciler', () => reconciler.stop());
-
-    const deferrals = createDeferralScheduler({ db, deliveryQueue, logger, queuedBound: config.queuedBound, failed: deliveryFailed });
-    deferrals.start();
-    undo.push('deferral scheduler', () => deferrals.stop());
-
-    const retention = createRetention({
-      db,
-      logger,
-      retentionDays: config.retentionDays,
-      removed: (table, n) => metrics.retentionRemoved.inc({ table }, n),
-    });
-    retention.start();
-    undo.push('retention', () => retention.stop());
-
-    const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: commands }, undo, config.metricsHost);
+    const { reconciler, retention } = startPeriodicTasks(config, db, queues, logger, metrics, undo);
 
     // The queues too: BullMQ drops a shared connection's listeners when it closes, so a queue closed
     // while its first checks were still running would raise its late error with no one to hear it.
-    await Promise.all([eventsQueue, deliveryQueue, fanOutWorker, deliveryWorker].map((q) => q.waitUntilReady()));
+    // Hence before the metrics port, whose failure (a taken port) stops everything built so far.
+    await Promise.all([queues.eventsQueue, queues.deliveryQueue, workers.fanOut, workers.delivery].map((q) => q.waitUntilReady()));
+    const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: stores.commands }, undo, 'DISPATCHER_METRICS_PORT (dispatcher)', config.metricsHost);
     logger.info({ metricsPort, concurrency: config.concurrency, maxInFlight: config.maxInFlight, prefix: config.redisPrefix }, 'dispatcher started');
     return { metricsPort, metrics, reconciler, retention, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+interface Stores {
+  pool: ReturnType<typeof openDatabase>['pool'];
+  db: Db;
+  secrets: SecretBox;
+  /** Queue adds, counts and readiness. */
+  commands: RedisClient;
+  eventWorkerRedis: RedisClient;
+  deliveryWorkerRedis: RedisClient;
+}
+
+/** Postgres, with every stored secret opened and sealed, and the Redis clients of the queues and the workers. */
+async function openStores(config: DispatcherConfig, logger: Logger, undo: StopStack): Promise<Stores> {
+  // Its two hot statements (the fan-out, the attempts' record) are prepared: planned once per connection.
+  const { pool, db } = openDatabase(config, 'dispatcher', undo, { genericPlans: true });
+  // Before anything sends: every stored secret opens, and none is left in plaintext.
+  const secrets = createSecretBox(config.secretsKeys);
+  await prepareSecretsAtRest(db, secrets, logger);
+
+  // Queue adds, counts and readiness must not hang while Redis is away; the workers must ride it out.
+  const commands = await connectRedis(config, 'commands', undo, 'redis');
+  // One client per worker rather than one shared: the dispatcher's bench spent less CPU per delivery
+  // so, though why is not known.
+  const eventWorkerRedis = await connectRedis(config, 'blocking', undo, 'event worker redis');
+  const deliveryWorkerRedis = await connectRedis(config, 'blocking', undo, 'delivery worker redis');
+  // A worker completes each job with a command of its own, and the jobs of one batch finish in
+  // one turn: their completions leave in one write. (BullMQ's blocking connection, its own
+  // duplicate of these, sends one BZPOPMIN at a time and is left alone.)
+  coalesceWrites(eventWorkerRedis);
+  coalesceWrites(deliveryWorkerRedis);
+  return { pool, db, secrets, commands, eventWorkerRedis, deliveryWorkerRedis };
+}
+
+function openSender(config: DispatcherConfig, undo: StopStack): WebhookSender {
+  const sender = createWebhookSender({
+    hostMap: config.dispatchHostMap,
+    allowCidrs: config.dispatchAllowCidrs,
+    extraCaFile: lateExtraCaCerts(),
+  });
+  undo.push('sender', () => sender.close());
+  return sender;
+}
+
+interface Queues {
+  eventsQueue: Queue<ShipmentEventJob>;
+  deliveryQueue: Queue<DeliveryJob>;
+}
+
+function openQueues(config: DispatcherConfig, commands: RedisClient, undo: StopStack): Queues {
+  const eventsQueue = queueFor(JOBS.shipmentEvent, { connection: commands, prefix: config.redisPrefix });
+  eventsQueue.on('error', () => undefined);
+  const deliveryQueue = queueFor(JOBS.delivery, { connection: commands, prefix: config.redisPrefix });
+  deliveryQueue.on('error', () => undefined);
+  undo.push('queues', () => Promise.all([eventsQueue.close(), deliveryQueue.close()]));
+  return { eventsQueue, deliveryQueue };
+}
+
+/** The send slots, shared fairly between companies and their webhooks; the log says when a webhook is degraded or recovers. */
+function createFairShare(config: DispatcherConfig, logger: Logger): WebhookSlots {
+  return createWebhookSlots({
+    slots: config.concurrency,
+    perWebhook: config.webhookConcurrency,
+    perCompany: config.companyConcurrency,
+    onStateChange: (webhookId, state, score) => {
+      if (state === 'degraded') logger.warn({ webhook: webhookId, failureScore: Number(score.toFixed(2)) }, 'webhook degraded: its recent attempts failed or answered slowly; fewer slots until it recovers');
+      else logger.info({ webhook: webhookId }, 'webhook recovered: full slots again');
+    },
+  });
+}
+
+function createMetrics(db: Db, { eventsQueue, deliveryQueue }: Queues, slots: WebhookSlots): DispatcherMetrics {
+  return createDispatcherMetrics({
+    slots,
+    queueCounts: async () => {
+      const [events, deliveries] = await Promise.all([
+        eventsQueue.getJobCounts(...QUEUE_STATES),
+        deliveryQueue.getJobCounts(...QUEUE_STATES),
+      ]);
+      return { [JOBS.shipmentEvent.queue]: events, [JOBS.delivery.queue]: deliveries };
+    },
+    backlog: { oldestOverdueDelivery: () => oldestOverdueAge(db), oldestUnfannedEvent: () => oldestUnfannedAge(db) },
+  });
+}
+
+interface Workers {
+  fanOut: Worker<unknown, number>;
+  delivery: Worker<unknown>;
+  /** Jobs each worker is running now: the governor reads how full they are. */
+  running: { events: number; deliveries: number };
+}
+
+/**
+ * The two workers, consuming at once. Workers take `unknown` payloads: each processor checks its job
+ * against the catalog first. An event's job makes its deliveries' first attempts, so it takes as
+ * many events at once as there are send slots; the events taken together are fanned out in one
+ * statement. The deliveries queue holds retries and deferrals only; both workers share the slots
+ * (the limiter), the delivery worker with jobs to spare for a due retry when sends hold the others
+ * (DELIVERY_JOBS_PER_SLOT).
+ */
+function startWorkers(
+  config: DispatcherConfig,
+  stores: Pick<Stores, 'eventWorkerRedis' | 'deliveryWorkerRedis'>,
+  processors: { fanOut: FanOut; deliveries: DeliveryPipeline },
+): Workers {
+  const workerOptions = {
+    prefix: config.redisPrefix,
+    // A process that dies holding jobs stops renewing their locks; after lockDuration the stalled
+    // check (every stalledInterval) moves them back to waiting for another dispatcher. Two stalls
+    // are tolerated, so a job survives two crashes before it is failed.
+    lockDuration: config.lockDurationMs,
+    stalledInterval: config.lockDurationMs,
+    maxStalledCount: 2,
+  };
+  const running = { events: 0, deliveries: 0 };
+  const counted = async <T>(worker: keyof typeof running, run: () => Promise<T>): Promise<T> => {
+    running[worker]++;
+    try {
+      return await run();
+    } finally {
+      running[worker]--;
+    }
+  };
+  const fanOut = new Worker<unknown, number>(JOBS.shipmentEvent.queue, (job) => counted('events', () => processors.fanOut.process(job)), {
+    ...workerOptions,
+    connection: stores.eventWorkerRedis,
+    concurrency: config.concurrency,
+  });
+  const delivery = new Worker<unknown>(JOBS.delivery.queue, (job, token) => counted('deliveries', () => processors.deliveries.deliverJob(job, token)), {
+    ...workerOptions,
+    connection: stores.deliveryWorkerRedis,
+    concurrency: config.concurrency * DELIVERY_JOBS_PER_SLOT,
+  });
+  return { fanOut, delivery, running };
+}
+
+/**
+ * Sends that wait on slow receivers cost no CPU: while they fill the pool and the thread is idle
+ * the governor widens it, and the workers take as many jobs as it has slots.
+ */
+function startGovernor(config: DispatcherConfig, logger: Logger, slots: WebhookSlots, workers: Workers, undo: StopStack): void {
+  const { running } = workers;
+  const governor = createInFlightGovernor({
+    floor: config.concurrency,
+    ceiling: config.maxInFlight,
+    used: () => Math.max(slots.inFlight(), running.events, running.deliveries / DELIVERY_JOBS_PER_SLOT) / slots.limit(),
+    refusals: () => slots.refusals(),
+    apply: (limit) => {
+      slots.resize(limit);
+      workers.fanOut.concurrency = limit;
+      workers.delivery.concurrency = limit * DELIVERY_JOBS_PER_SLOT;
+    },
+    onChange: (limit, previous, reading) =>
+      logger.debug({ limit, previous, used: Number(reading.used.toFixed(2)), refused: reading.refused, busy: Number(reading.busy.toFixed(2)) }, 'in-flight limit changed'),
+  });
+  governor.start();
+  undo.push('in-flight governor', () => Promise.resolve(governor.stop()));
+}
+
+/**
+ * The workers' errors and failed jobs, logged and counted. A receiver's failure never fails a job
+ * (the worker records it), so every job that ends failed failed for another reason (a malformed
+ * payload, Postgres or Redis away past its retries): it is said at error level and counted; the
+ * reconciler queues its work again from Postgres.
+ */
+function watchWorkers(workers: Workers, metrics: DispatcherMetrics, logger: Logger): void {
+  for (const [name, worker] of [
+    ['fan-out', workers.fanOut],
+    ['delivery', workers.delivery],
+  ] as const) {
+    worker.on('error', (err) => logger.warn({ worker: name, err: err.message }, 'worker error'));
+  }
+  for (const [queue, worker] of [
+    [JOBS.shipmentEvent.queue, workers.fanOut],
+    [JOBS.delivery.queue, workers.delivery],
+  ] as const) {
+    worker.on('failed', (job, err) => {
+      const ids = { queue, jobId: job?.id, attemptsMade: job?.attemptsMade, err: err.message };
+      if (isUnrecoverable(err)) {
+        metrics.jobsFailed.inc({ queue, reason: 'malformed' });
+        logger.error(ids, 'malformed job failed');
+        return;
+      }
+      // Whether BullMQ kept it for a retry or failed it for good (retries spent, or stalled too
+      // often) is in Redis: ask rather than guess from the counters.
+      void (job ? job.isFailed() : Promise.resolve(true))
+        .catch(() => true)
+        .then((final) => {
+          if (!final) return logger.warn(ids, 'job failed; will retry');
+          metrics.jobsFailed.inc({ queue, reason: 'retries_exhausted' });
+          logger.error(ids, 'job failed for good; the reconciler will queue its work again');
+        });
+    });
+  }
+}
+
+/** The reconciler, the deferral scheduler and the retention, each started with its stop on `undo`. */
+function startPeriodicTasks(
+  config: DispatcherConfig,
+  db: Db,
+  { eventsQueue, deliveryQueue }: Queues,
+  logger: Logger,
+  metrics: DispatcherMetrics,
+  undo: StopStack,
+): { reconciler: Reconciler; retention: Retention } {
+  // A delivery either periodic task ends as failed (its event row gone) is counted as every failed one is.
+  const deliveryFailed = (evento: EventName): void => metrics.delivered(evento, 'failure');
+  const reconciler = createReconciler({
+    db,
+    eventsQueue,
+    deliveryQueue,
+    logger,
+    requeued: (kind, n) => metrics.reconcilerRequeued.inc({ kind }, n),
+    failed: deliveryFailed,
+    intervalMs: config.reconcileIntervalMs,
+    graceMs: config.reconcileGraceMs,
+  });
+  reconciler.start();
+  undo.push('reconciler', () => reconciler.stop());
+
+  const deferrals = createDeferralScheduler({ db, deliveryQueue, logger, queuedBound: config.queuedBound, failed: deliveryFailed });
+  deferrals.start();
+  undo.push('deferral scheduler', () => deferrals.stop());
+
+  const retention = createRetention({
+    db,
+    logger,
+    retentionDays: config.retentionDays,
+    removed: (table, n) => metrics.retentionRemoved.inc({ table }, n),
+  });
+  retention.start();
+  undo.push('retention', () => retention.stop());
+  return { reconciler, retention };
 }

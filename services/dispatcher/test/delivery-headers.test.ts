@@ -20,7 +20,7 @@ const header = (r: ReceivedRequest, name: string): string | undefined => {
 };
 
 /**
- * Every kind of delivery carries the headers of extensions.md, and the `standardwebhooks` npm package
+ * Every kind of delivery carries the headers of docs/integrators.md ("Receiving webhooks"), and the `standardwebhooks` npm package
  * itself accepts each one: shipment events, a retry, a PING, resends (of an event and of a PING),
  * work the reconciler rebuilt from Postgres, and webhooks whose secrets predate the whsec_ base64 form.
  */

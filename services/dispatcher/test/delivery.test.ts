@@ -7,7 +7,7 @@ import { guia, moveOn } from '../../../test/support/shipment-fixtures';
 import { bearer, createBranch, createCompany, type Company, type TestGateway } from '../../../test/support/test-gateway';
 import { startDispatcherFixture, type DispatcherFixture, type TestDispatcher } from '../../../test/support/test-dispatcher';
 import { createDispatcherMetrics } from '../src/observability/dispatcher-metrics';
-import { RETRY_LEAD_MS } from '../src/deliveries/settle.stage';
+import { RETRY_LEAD_MS } from '../src/retry-policy/delivery-retry.policy';
 import { sleep } from '../../../test/support/eventually';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -167,7 +167,7 @@ describe('dispatcher: fan-out, signed delivery, retries', () => {
       async () => dispatcher.logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.deliveryId === body.webhookId && l.msg === 'delivery finished'),
       (l) => l !== undefined,
     );
-    expect(line).toMatchObject({ eventId, requestId, webhookId: w.id, outcome: 'success', evento: 'GUIA_CREADA', service: 'dispatcher' });
+    expect(line).toMatchObject({ eventId, requestId, webhook: w.id, outcome: 'success', evento: 'GUIA_CREADA', service: 'dispatcher' });
     expect(dispatcher.logs.text()).not.toContain(w.secret);
   });
 

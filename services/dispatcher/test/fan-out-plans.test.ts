@@ -1,15 +1,14 @@
-import { createDb, createPool, type Db } from '@svc/platform';
+import { createDb, createPool, insertNewDeliveries, markFannedOut, type Db } from '@svc/platform';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
-import { findRoutedDeliveries, insertNewDeliveries } from '../src/deliveries/delivery.repository';
-import { markFannedOut } from '../src/outbox/outbox.repository';
+import { findRoutedDeliveries } from '../src/deliveries/delivery.repository';
 import { routedWebhooks } from '../src/webhooks/webhook.repository';
 
 /**
  * The fan-out's statements run prepared on a generic plan, made on a connection's first run and
  * kept until the tables are analyzed. Made while `entregas` held a few rows (a new database, a
- * fresh deploy), a plain join planned a sequential scan of the table and kept it as the table grew:
- * the bench fell to 616 deliveries/s with Postgres at 2.4 ms of CPU per delivery. Both the routes
- * read and the insert must stay index probes.
+ * fresh deploy), a plain join planned a sequential scan of the table and kept it as the table grew,
+ * and the fan-out slowed to a crawl (bench/HISTORY.md). Both the routes read and the insert must
+ * stay index probes.
  */
 describe('the fan-out statements on a generic plan', () => {
   let database: TestDatabase;

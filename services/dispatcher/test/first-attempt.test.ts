@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { Redis } from 'ioredis';
 import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/contracts';
+import { insertNewDeliveries, markFannedOut } from '@svc/platform';
 import { deletePrefix } from '../../../test/support/redis-prefix';
 import { eventually, sleep } from '../../../test/support/eventually';
 import { captureLogs } from '../../../test/support/log-capture';
@@ -9,8 +10,7 @@ import { bearer, createCompany, type Company } from '../../../test/support/test-
 import { startDispatcherFixture, type DispatcherFixture } from '../../../test/support/test-dispatcher';
 import { TEST_REDIS_URL } from '../../../test/support/env';
 import { deliveryIdOf } from '../src/fan-out/fan-out.worker';
-import { findEvents, markFannedOut } from '../src/outbox/outbox.repository';
-import { insertNewDeliveries } from '../src/deliveries/delivery.repository';
+import { findEvents } from '../src/outbox/outbox.repository';
 
 async function count(pool: pg.Pool, query: string): Promise<number> {
   return Number((await pool.query<{ n: string }>(query)).rows[0]!.n);

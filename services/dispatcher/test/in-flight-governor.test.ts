@@ -1,6 +1,6 @@
-import { createInFlightGovernor, nextLimit } from '../src/deliveries/in-flight.governor';
+import { createInFlightGovernor, nextLimit } from '../src/concurrency/in-flight.governor';
 import { loadDispatcherConfig } from '../src/config';
-import { createWebhookSlots, type Admission, type Slot } from '../src/deliveries/webhook-slots.limiter';
+import { createWebhookSlots, type Admission, type Slot } from '../src/fair-share/webhook-slots.limiter';
 
 /** The adaptive in-flight limit: its rule on its own, and the pool it resizes (the figures are the bench's). */
 
@@ -95,7 +95,7 @@ describe('in-flight settings', () => {
     expect(load({ DISPATCHER_MAX_IN_FLIGHT: '300' })).toMatchObject({ concurrency: 50, maxInFlight: 300 });
   });
 
-  it('set, it is a fixed bound with fixed shares (half of it), as operations.md says', () => {
+  it('set, it is a fixed bound with fixed shares (half of it), as docs/operations.md says', () => {
     expect(load({ DISPATCHER_CONCURRENCY: '50' })).toMatchObject({ concurrency: 50, maxInFlight: 50, webhookConcurrency: 25, companyConcurrency: 25 });
     expect(load({ DISPATCHER_CONCURRENCY: '20', DISPATCHER_MAX_IN_FLIGHT: '400' })).toMatchObject({ concurrency: 20, maxInFlight: 400, webhookConcurrency: undefined });
   });

@@ -19,7 +19,7 @@ const EVENTS = ['GUIA_CREADA', ...ROUTE];
 /**
  * Live events reach live webhooks only, sandbox events test webhooks only, through the same outbox,
  * fan-out and delivery workers, under a mixed stream of both made by the live and test tokens of a
- * company and of its branches (extensions.md, Sandbox parity).
+ * company and of its branches (docs/integrators.md, "The sandbox, end to end").
  */
 describe('sandbox parity in the fan-out: a mixed stream of live and test events', () => {
   let fx: DispatcherFixture;

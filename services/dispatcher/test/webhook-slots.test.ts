@@ -1,4 +1,4 @@
-import { createWebhookSlots, type Admission, type Slot, type SlotState } from '../src/deliveries/webhook-slots.limiter';
+import { createWebhookSlots, type Admission, type Slot, type SlotState } from '../src/fair-share/webhook-slots.limiter';
 
 /** The fair-sharing rules on their own (the dispatcher-level proof is test/chaos/tenant-isolation). */
 

@@ -82,8 +82,11 @@ function finish(app: Express, deps: GatewayDeps): Express {
  * (`createAdminApp`) serves it.
  *
  * `/api/v1` is one mount whose router runs the guards first: a guard inside the router is a layer
- * at `/`, which the router passes without matching or trimming the path again (five layers mounted
- * at `/api/v1` each did both; -4% of the gateway's CPU per read, paired in-process rounds).
+ * at `/`, which the router passes without matching or trimming the path again (a layer mounted at
+ * `/api/v1` does both, on every request).
+ *
+ * `/portal/v1` runs the same route handlers as `/api/v1` where a page does what the API does, for
+ * the caller its session derives (portal/portal-caller.ts).
  */
 export function createApp(deps: GatewayDeps, options: { internal: boolean } = { internal: true }): Express {
   const app = baseApp(deps);
@@ -106,7 +109,7 @@ export function createApp(deps: GatewayDeps, options: { internal: boolean } = { 
   api.use(notFound);
   app.use('/api/v1', api);
 
-  // The customer portal (portal.md): its API, guarded by the session's cookie, then its built pages.
+  // The customer portal (docs/portal.md): its API, guarded by the session's cookie, then its built pages.
   if (deps.config.portalBaseUrl?.startsWith('https://')) app.use('/portal', strictTransport);
   // Session starts are limited per client address before the route looks the link up.
   app.use('/portal/v1/sesion', noStore, portalSessionLimit(deps.portalSessionLimiter, deps.clientAddress, { limited: () => deps.metrics.authEvents.addressLimited('portal_session') }));

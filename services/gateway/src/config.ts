@@ -32,7 +32,7 @@ export interface GatewayConfig extends CommonSettings {
   rateLimitPerMinute: number;
   /**
    * SANDBOX_DAILY_LIMIT: sandbox shipments per company per Guatemala day, against a test token
-   * filling the database (extensions.md, Sandbox parity). Default 10000.
+   * filling the database (docs/integrators.md, The sandbox). Default 10000.
    */
   sandboxDailyLimit: number;
   /**
@@ -42,7 +42,7 @@ export interface GatewayConfig extends CommonSettings {
    */
   retentionDays: number;
   /**
-   * PORTAL_BASE_URL: the origin written into portal links (portal.md). Default unset: the link is
+   * PORTAL_BASE_URL: the origin written into portal links (docs/portal.md). Default unset: the link is
    * `http://localhost:{PORT}`, the public port (never ADMIN_PORT: the link is for a customer).
    */
   portalBaseUrl: string | undefined;

@@ -165,7 +165,14 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       clock,
     };
 
-    const { server: metricsServer, port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis }, undo, config.metricsHost);
+    const { server: metricsServer, port: metricsPort } = await serveMetrics(
+      metrics.registry,
+      config.metricsPort,
+      { postgres: pool, redis },
+      undo,
+      'GATEWAY_METRICS_PORT (gateway)',
+      config.metricsHost,
+    );
 
     // The operator's door first: the public port never serves a moment without its 404 for it.
     const separateAdmin = config.adminPort !== undefined;
@@ -173,13 +180,13 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     let adminPort: number | undefined;
     if (config.adminPort !== undefined) {
       const admin = createServer(createAdminApp(deps), deps);
-      adminPort = await listen(admin, config.adminPort, config.adminHost);
+      adminPort = await listen(admin, config.adminPort, config.adminHost, 'ADMIN_PORT (gateway)');
       adminServer = admin;
       undo.push('admin http server', () => closeServer(admin));
     }
 
     const server = createServer(createApp(deps, { internal: !separateAdmin }), deps);
-    const port = await listen(server, config.port);
+    const port = await listen(server, config.port, undefined, 'PORT (gateway)');
     publicPort = port;
     undo.push('http server', () => closeServer(server));
 
@@ -212,8 +219,8 @@ export const KEEP_ALIVE_TIMEOUT_MS = 15_000;
 /**
  * Connections one gateway process holds at once; past it, a new connection is closed as it is
  * accepted, so a flood of sockets cannot starve the ones being served of memory and descriptors.
- * 100 times the 50 keep-alive connections that saturate a process's core (bench:gateway), at some
- * tens of KB each.
+ * Far above the keep-alive connections that saturate a process's core (bench:gateway), each a few
+ * tens of KB, so the bound only ever meets a flood.
  */
 export const MAX_CONNECTIONS = 5_000;
 /**

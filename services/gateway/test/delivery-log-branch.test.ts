@@ -7,8 +7,8 @@ import { createWebhook, type EntregaDetalle } from '../../../test/support/webhoo
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 
 /**
- * extensions.md, Delivery log: "In a company webhook's log a branch token sees only the deliveries
- * of its own branch's events (and PINGs none)". Real shipments of the head account and of two
+ * In a company webhook's log a branch token sees only the deliveries of its own branch's events and
+ * no PING (docs/integrators.md, The delivery log). Real shipments of the head account and of two
  * branches, fanned out and delivered by a real dispatcher to the company's webhook and to one
  * branch's own.
  */

@@ -7,7 +7,7 @@ import { recoverDeliveries, resendDelivery } from '../src/deliveries/delivery.se
 const HOUR = 3600_000;
 
 /**
- * The portal's Actividad (portal.md): every action of the portal in the activity log once, with the
+ * The portal's Actividad (docs/portal.md): every action of the portal in the activity log once, with the
  * link's `usuario`, in the action's own transaction; the API's resends and recoveries as "api"; and
  * `GET /portal/v1/actividad`, newest first, paged, the session's company only.
  */

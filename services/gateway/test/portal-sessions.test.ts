@@ -12,7 +12,7 @@ function movableClock(start = Date.now()) {
   return { clock: { now: () => new Date(now) }, advance: (ms: number) => (now += ms), at: () => now };
 }
 
-describe('the portal: links and sessions (portal.md)', () => {
+describe('the portal: links and sessions (docs/portal.md)', () => {
   let fx: GatewayFixture;
   let gw: TestGateway;
   let c: Company;

@@ -4,7 +4,7 @@ import { count, createBatch, createOne, empresaRow, guia, moveOn, simulate } fro
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 
-/** `POST /api/v1/guias/{numeroGuia}/simular` and SANDBOX_DAILY_LIMIT (extensions.md, Sandbox parity). */
+/** `POST /api/v1/guias/{numeroGuia}/simular` and SANDBOX_DAILY_LIMIT (docs/integrators.md, The sandbox). */
 describe('sandbox: simular and the sandbox daily limit', () => {
   const LIMIT = 6;
   let fx: GatewayFixture;

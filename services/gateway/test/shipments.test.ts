@@ -13,6 +13,7 @@ import { hashToken } from '../src/auth/token';
 import { findPrincipalByHash } from '../src/auth/token.repository';
 import { generateNumeroGuia } from '../src/shipments/numero-guia';
 import { createShipments } from '../src/shipments/shipment.service';
+import { scopeOf } from '../src/companies/company-scope';
 import { count, createBatch, createOne, empresaRow, guia, moveOn } from '../../../test/support/shipment-fixtures';
 
 const NUMERO = /^SVC[0-9A-HJKMNP-TV-Z]{10}$/;
@@ -94,7 +95,7 @@ describe('shipments: creation, listing and tracking', () => {
         given.push(n);
         return n;
       };
-      const ctx = { principal, requestId: 'req-collision', idempotency: undefined };
+      const ctx = { owner: scopeOf(principal), requestId: 'req-collision', idempotency: undefined };
       const answer = await createShipments(gw.deps, ctx, [validateGuiaCreate(guia(2))], 'single', numbers);
       expect(answer.status).toBe(201);
       expect(given).toHaveLength(3);

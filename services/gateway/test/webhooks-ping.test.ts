@@ -115,7 +115,7 @@ describe('POST /api/v1/webhooks/:id/test (PING) against a real HTTPS receiver', 
     expect(receiver.connections).toBe(before);
     const detail = await api('get', `/webhooks/${id}`);
     expect(detail.body.data.entregas[0]).toMatchObject({ exitoso: false, statusCode: 0, intentos: 1 });
-    // The refusal as the tenant reads it: neither the address (10.1.2.3) nor its range (extensions.md).
+    // The refusal as the tenant reads it: neither the address (10.1.2.3) nor its range (docs/integrators.md, The delivery log).
     const log = await api('get', `/webhooks/${id}/entregas`);
     expect(log.status).toBe(200);
     const attempts = log.body.data.entregas[0].intentosDetalle as Array<{ error: string; mensaje: string }>;

@@ -4,7 +4,7 @@ import { bearer, createBranch, createCompany, startGatewayFixture, type GatewayF
 
 const envelope = (code: string) => ({ success: false, error: { code, message: expect.any(String) } });
 
-describe('PATCH /api/v1/webhooks/{id} with activo (extensions.md, Reactivation)', () => {
+describe('PATCH /api/v1/webhooks/{id} with activo (docs/integrators.md, Reactivation)', () => {
   let fx: GatewayFixture;
   let gw: TestGateway;
   let pool: pg.Pool;

@@ -6,7 +6,7 @@ const envelope = (code: string) => ({ success: false, error: { code, message: ex
 
 /**
  * Each token sees, changes and PINGs only the webhooks of its own mode; another mode's are 404
- * NOT_FOUND; the limit of 10 active webhooks counts each mode apart (extensions.md, Sandbox parity).
+ * NOT_FOUND; the limit of 10 active webhooks counts each mode apart (docs/integrators.md, The sandbox).
  */
 describe('webhooks per mode: live and test tokens of a company and of a branch', () => {
   let fx: GatewayFixture;
@@ -77,7 +77,7 @@ describe('webhooks per mode: live and test tokens of a company and of a branch',
     ] as const) {
       for (const path of reads(own[0], own[1])) {
         // The delivery is the company webhook's PING: in a company webhook's log a branch sees no PING
-        // (extensions.md, Delivery log), so its detail is 404 to a branch token of either mode.
+        // (docs/integrators.md, The delivery log), so its detail is 404 to a branch token of either mode.
         const hidden = (token === branch.live || token === branch.test) && path.includes('/entregas/');
         expect({ path, status: (await api('get', path, token)).status }).toEqual({ path, status: hidden ? 404 : 200 });
       }

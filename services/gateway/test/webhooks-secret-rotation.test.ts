@@ -19,7 +19,7 @@ interface Rotated {
   nota: string;
 }
 
-describe('POST /api/v1/webhooks/{id}/secreto (extensions.md, Secret rotation)', () => {
+describe('POST /api/v1/webhooks/{id}/secreto (docs/integrators.md, Secrets and rotation)', () => {
   let fx: DispatcherFixture;
   let c: Company;
   const secrets: string[] = [];

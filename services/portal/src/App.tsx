@@ -4,17 +4,17 @@ import { NavLink, Navigate, Outlet, Route, Routes, useNavigate } from 'react-rou
 import { api, ApiError, onSessionEnded, setCsrfToken, type Session } from './api';
 import { SessionContext, useSession } from './session';
 import { ActionButton, Alert, LoadError, Loading } from './ui';
-import { ResumenPage } from './pages/ResumenPage';
+import { SummaryPage } from './pages/SummaryPage';
 import { TokensPage } from './pages/TokensPage';
 import { WebhooksPage } from './pages/WebhooksPage';
 import { WebhookPage } from './pages/WebhookPage';
-import { EntregaPage } from './pages/EntregaPage';
-import { SucursalesPage } from './pages/SucursalesPage';
+import { DeliveryPage } from './pages/DeliveryPage';
+import { BranchesPage } from './pages/BranchesPage';
 import { SandboxPage } from './pages/SandboxPage';
-import { SandboxGuiaPage } from './pages/SandboxGuiaPage';
-import { ActividadPage } from './pages/ActividadPage';
-import { EnlaceNoValidoPage, SesionCerradaPage } from './pages/EnlaceNoValidoPage';
-import { EntrarPage } from './pages/EntrarPage';
+import { SandboxShipmentPage } from './pages/SandboxShipmentPage';
+import { ActivityPage } from './pages/ActivityPage';
+import { InvalidLinkPage, SignedOutPage } from './pages/InvalidLinkPage';
+import { SignInPage } from './pages/SignInPage';
 
 export function App() {
   const navigate = useNavigate();
@@ -30,19 +30,19 @@ export function App() {
   return (
     <ErrorBoundary>
       <Routes>
-        <Route path="/entrar" element={<EntrarPage />} />
-        <Route path="/enlace-no-valido" element={<EnlaceNoValidoPage />} />
-        <Route path="/sesion-cerrada" element={<SesionCerradaPage />} />
+        <Route path="/entrar" element={<SignInPage />} />
+        <Route path="/enlace-no-valido" element={<InvalidLinkPage />} />
+        <Route path="/sesion-cerrada" element={<SignedOutPage />} />
         <Route element={<SignedIn />}>
-          <Route index element={<ResumenPage />} />
+          <Route index element={<SummaryPage />} />
           <Route path="tokens" element={<TokensPage />} />
           <Route path="webhooks" element={<WebhooksPage />} />
           <Route path="webhooks/:id" element={<WebhookPage />} />
-          <Route path="webhooks/:id/entregas/:entregaId" element={<EntregaPage />} />
-          <Route path="sucursales" element={<SucursalesPage />} />
+          <Route path="webhooks/:id/entregas/:entregaId" element={<DeliveryPage />} />
+          <Route path="sucursales" element={<BranchesPage />} />
           <Route path="sandbox" element={<SandboxPage />} />
-          <Route path="sandbox/:numeroGuia" element={<SandboxGuiaPage />} />
-          <Route path="actividad" element={<ActividadPage />} />
+          <Route path="sandbox/:numeroGuia" element={<SandboxShipmentPage />} />
+          <Route path="actividad" element={<ActivityPage />} />
           <Route path="*" element={<Navigate to="/" replace />} />
         </Route>
       </Routes>

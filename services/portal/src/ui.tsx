@@ -1,7 +1,8 @@
-import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import { useEffect, useId, useRef, useState, type CSSProperties, type ReactNode } from 'react';
 import { describeError } from './api';
+import { DATE_INPUT_EXAMPLE, parseDateInput } from './format';
 
-/** A refusal or failure, announced at once, with the API's own message. */
+/** A refusal or failure, announced at once: what happened in Spanish, the API's code, what to do. */
 export function Alert({ error }: { error: unknown }) {
   if (!error) return null;
   return (
@@ -155,11 +156,16 @@ export function TableWrap({ label, children }: { label: string; children: ReactN
   );
 }
 
-/** A table in its scrolling region: a column header (`scope="col"`) per name, the rows (`<tr>`) as children. */
+/**
+ * A table in its scrolling region: a column header (`scope="col"`) per name, the rows (`<tr>`) as
+ * children. On a narrow screen each row stacks into a card, every cell labelled with its column's
+ * name (styles.css reads the names from the `--col-N` properties set here).
+ */
 export function DataTable({ label, columns, children }: { label: string; columns: string[]; children: ReactNode }) {
+  const names = Object.fromEntries(columns.map((c, i) => [`--col-${i + 1}`, JSON.stringify(c)])) as CSSProperties;
   return (
     <TableWrap label={label}>
-      <table className="table">
+      <table className="table stack" style={names}>
         <thead>
           <tr>
             {columns.map((c) => (
@@ -172,6 +178,46 @@ export function DataTable({ label, columns, children }: { label: string; columns
         <tbody>{children}</tbody>
       </table>
     </TableWrap>
+  );
+}
+
+/**
+ * A date and time on Guatemala's clock, typed in the page's own format ("01 dic 2026, 15:27"),
+ * whatever the browser's language. Text that is not a date is said so once the person leaves the field
+ * (or at once with `showError`); the caller reads the instant with `parseDateInput`.
+ */
+export function DateTimeField(props: { label: string; value: string; onChange: (v: string) => void; required?: boolean; hint?: string; showError?: boolean }) {
+  const { label, value, onChange, required = false, hint, showError = false } = props;
+  const id = useId();
+  const [left, setLeft] = useState(false);
+  const bad = value.trim() === '' ? required && showError : parseDateInput(value) === undefined && (left || showError);
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <input
+        id={id}
+        type="text"
+        required={required}
+        value={value}
+        autoComplete="off"
+        spellCheck={false}
+        aria-invalid={bad || undefined}
+        aria-describedby={`${id}-hint${bad ? ` ${id}-error` : ''}`}
+        onChange={(e) => {
+          setLeft(false);
+          onChange(e.target.value);
+        }}
+        onBlur={() => setLeft(true)}
+      />
+      <p id={`${id}-hint`} className="hint">
+        {hint ? `${hint} ` : ''}Como {DATE_INPUT_EXAMPLE}, hora de Guatemala.
+      </p>
+      {bad && (
+        <p id={`${id}-error`} className="field-error">
+          {value.trim() === '' ? `Escriba la fecha y la hora, como ${DATE_INPUT_EXAMPLE}.` : `No es una fecha válida: escríbala como ${DATE_INPUT_EXAMPLE}.`}
+        </p>
+      )}
+    </div>
   );
 }
 

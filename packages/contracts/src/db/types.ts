@@ -176,7 +176,7 @@ export interface IdempotenciaTable {
   created_at: Timestamp;
 }
 
-/** A single-use portal link (portal.md): the hash of its secret, never the secret. */
+/** A single-use portal link (docs/portal.md): the hash of its secret, never the secret. */
 export interface PortalEnlacesTable {
   id: Generated<string>;
   empresa_id: string;
@@ -204,7 +204,7 @@ export interface PortalSesionesTable {
 }
 
 /**
- * What the activity log records, a closed list (portal.md, Actividad, and the operator's own
+ * What the activity log records, a closed list (docs/portal.md, Actividad, and the operator's own
  * actions). The names are stored data: renaming one needs a migration of the rows.
  */
 export const ACTIVITY_ACTIONS = [

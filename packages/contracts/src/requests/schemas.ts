@@ -65,7 +65,7 @@ export interface WebhookCreate {
   descripcion?: string | null;
 }
 
-/** PATCH takes the creation's fields and `activo` (extensions.md, Reactivation). */
+/** PATCH takes the creation's fields and `activo` (docs/integrators.md, Reactivation). */
 export type WebhookPatch = Partial<WebhookCreate> & { activo?: boolean };
 
 const webhookProperties = {
@@ -185,7 +185,7 @@ export const validateGuiaEvento = compile<GuiaEventoRequest>({
   then: { required: ['motivo'] },
 });
 
-// ---- the customer portal (portal.md) ------------------------------------------------------------
+// ---- the customer portal (docs/portal.md) --------------------------------------------------------
 
 /** `POST /internal/v1/empresas/{id}/portal`: who the link is for (an e-mail or a name). */
 export const validatePortalLinkRequest = compile<{ usuario: string }>({

@@ -65,9 +65,9 @@ export type PreparedQuery<R> = CompiledQuery<R> & { readonly [PREPARED]: string 
 
 /**
  * A statement to prepare once per connection: a pg client then sends only Bind and Execute for it,
- * sparing Postgres the parse and plan of every run. Worth it for a hot, fixed text: the creation
- * statement went from 699-724 to 841-884 creations/s (bench/README.md, "What the creation path
- * costs"). Run it with `db.executeQuery(preparedQuery(...))`, in or out of a transaction.
+ * sparing Postgres the parse and plan of every run. Worth it for a hot, fixed text such as the
+ * creation statement (docs/decisions/0001-creation-in-one-prepared-statement.md has the figures).
+ * Run it with `db.executeQuery(preparedQuery(...))`, in or out of a transaction.
  */
 export function preparedQuery<R>(name: string, text: string, parameters: readonly unknown[]): PreparedQuery<R> {
   return { ...CompiledQuery.raw(text, [...parameters]), [PREPARED]: name } as PreparedQuery<R>;

@@ -1,16 +1,15 @@
 import { sql } from 'kysely';
 import type { Db } from './database';
 import { isPlaintextSecret, SEALED_PREFIX, sealedKeyIdOf, SealedSecretError, type SecretBox, type UnopenedReason } from './sealed-secrets';
+import { eraseEndedPreviousSecrets, SEALING_BATCH, writeResealedSecrets, type ResealedSecrets } from './tables/webhooks.table';
 
 /**
  * The passes over `webhooks` that keep its secrets sealed under the first key of SECRETS_KEY
  * (docs/decisions/0006-secrets-sealed-at-rest.md): run by every gateway and dispatcher as it starts,
  * before it serves or sends, and (plaintext and expired previous secrets only) by the gateway's
- * upkeep task. Written once here because both services run them.
+ * upkeep task. Written once here because both services run them; their writes are the table
+ * module's (tables/webhooks.table.ts).
  */
-
-/** Rows read and written per statement: short statements, and a pass never holds many row versions at once. */
-export const SEALING_BATCH = 500;
 
 /**
  * The session lock that makes concurrent starting processes seal one after another (the second
@@ -103,7 +102,7 @@ export async function sealStoredSecrets(
           where (secret not like ${pattern} or secreto_anterior not like ${pattern}) and id > ${after}
           order by id
           limit ${batchSize}`.execute(conn);
-        const updates: Array<{ id: string; oldSecret: string; oldPrevious: string | null; secret: string; previous: string | null; counts: Counts }> = [];
+        const updates: Array<ResealedSecrets & { counts: Counts }> = [];
         for (const row of rows) {
           const counts: Counts = { sealed: 0, resealed: 0 };
           try {
@@ -116,19 +115,8 @@ export async function sealStoredSecrets(
           }
         }
         if (updates.length > 0) {
-          const written = await sql<{ id: string }>`
-            update webhooks w set secret = u.secret, secreto_anterior = u.previous
-            from unnest(
-              ${sql.val(updates.map((u) => u.id))}::uuid[],
-              ${sql.val(updates.map((u) => u.oldSecret))}::text[],
-              ${sql.val(updates.map((u) => u.oldPrevious))}::text[],
-              ${sql.val(updates.map((u) => u.secret))}::text[],
-              ${sql.val(updates.map((u) => u.previous))}::text[]
-            ) as u(id, old_secret, old_previous, secret, previous)
-            where w.id = u.id and w.secret = u.old_secret and w.secreto_anterior is not distinct from u.old_previous
-            returning w.id`.execute(conn);
+          const ids = await writeResealedSecrets(conn, updates);
           // Rows a rotation changed in between are left to it (and counted by no one).
-          const ids = new Set(written.rows.map((r) => r.id));
           for (const u of updates) {
             if (!ids.has(u.id)) continue;
             report.sealed += u.counts.sealed;
@@ -158,27 +146,6 @@ function resealed(box: SecretBox, webhookId: string, stored: string, counts: Cou
   const opened = box.open(webhookId, stored);
   counts.resealed++;
   return box.seal(webhookId, opened);
-}
-
-/**
- * Erases previous secrets whose overlap has ended (both columns null, as a rotation without overlap
- * leaves them), up to `batchSize` rows; returns how many. Readers already ignore an ended one
- * (the sender compares its end with each attempt's time): this is about not keeping it at rest.
- * Rows a rotation holds are skipped, for the next pass.
- */
-export async function eraseEndedPreviousSecrets(db: Db, batchSize = SEALING_BATCH): Promise<number> {
-  const result = await sql`
-    with ended as (
-      select id from webhooks
-      where secreto_anterior_expira_en <= now()
-      order by secreto_anterior_expira_en
-      limit ${batchSize}
-      for update skip locked
-    )
-    update webhooks w set secreto_anterior = null, secreto_anterior_expira_en = null
-    from ended
-    where w.id = ended.id and w.secreto_anterior_expira_en <= now()`.execute(db);
-  return Number(result.numAffectedRows ?? 0n);
 }
 
 /** What a start did to the stored secrets. */

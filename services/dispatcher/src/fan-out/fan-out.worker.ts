@@ -5,7 +5,7 @@ import { validPayload, type Db, type SecretBox, type WebhookTargetRow } from '@s
 import { createMicroBatcher, type MicroBatchOptions } from '../support/micro-batch';
 import type { PostgresWatch } from '../support/postgres-watch';
 import { findRoutedDeliveries, type RoutedDelivery } from '../deliveries/delivery.repository';
-import type { DeliveryPipeline } from '../deliveries/delivery.pipeline';
+import type { DeliveryPipeline } from '../pipeline/delivery.pipeline';
 import { openTarget, routedWebhooks, type ReadTarget } from '../webhooks/webhook.repository';
 import { createRoutesCache, type RouteKey } from '../webhooks/routes.cache';
 import type { DispatcherMetrics } from '../observability/dispatcher-metrics';

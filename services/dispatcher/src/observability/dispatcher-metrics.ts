@@ -1,6 +1,5 @@
 import { createServiceMetrics } from '@svc/observability';
 import type { AttemptResult } from '@svc/webhook-sender';
-import type { WebhookSlots } from '../deliveries/webhook-slots.limiter';
 
 export type QueueState = 'waiting' | 'active' | 'delayed' | 'failed';
 export const QUEUE_STATES: readonly QueueState[] = ['waiting', 'active', 'delayed', 'failed'];
@@ -8,14 +7,19 @@ export const QUEUE_STATES: readonly QueueState[] = ['waiting', 'active', 'delaye
 /** Job counts by queue name, read on each scrape. */
 export type QueueCounts = () => Promise<Record<string, Partial<Record<QueueState, number>>>>;
 
-/**
- * Every metric of the dispatcher, on its own registry (tests run several dispatchers in one
- * process). Labels hold bounded values only: event names, outcomes, attempt results, queue states.
- */
 /** Ages in seconds of the oldest work Postgres says is owed, read on each scrape (indexed). */
 export interface BacklogAges {
   oldestOverdueDelivery(): Promise<number>;
   oldestUnfannedEvent(): Promise<number>;
+}
+
+/**
+ * What the slot gauges read of the send pool, declared here so that metrics depend on no feature:
+ * the fair-share limiter (fair-share/webhook-slots.limiter.ts) gives it.
+ */
+export interface SlotReadings {
+  stats(): { held: { healthy: number; degraded: number }; waitingHere: number; deferredAhead: number; degradedWebhooks: number };
+  limit(): number;
 }
 
 /** `make(key)`, made once per key and kept: label values are few and bounded. */
@@ -28,7 +32,11 @@ function boundOnce<K, V>(make: (key: K) => V): (key: K) => V {
   };
 }
 
-export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; backlog?: BacklogAges; slots?: Pick<WebhookSlots, 'stats' | 'limit'> } = {}) {
+/**
+ * Every metric of the dispatcher, on its own registry (tests run several dispatchers in one
+ * process). Labels hold bounded values only: event names, outcomes, attempt results, queue states.
+ */
+export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; backlog?: BacklogAges; slots?: SlotReadings } = {}) {
   const { queueCounts, backlog, slots } = sources;
   const m = createServiceMetrics('dispatcher');
   const deliveries = m.counter('svc_webhook_deliveries_total', 'Deliveries that ended, by event and outcome (success or failure); counted once per delivery', ['evento', 'outcome']);
@@ -64,7 +72,7 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
   // Held routes (fan-out/fan-out.worker.ts): how often an event's routes came without a read.
   const routes = m.counter('svc_fanout_routes_total', "Events routed by this dispatcher's fan-out, by source: held (routes it held at the event's webhook count or later, no read) or read (webhooks read)", ['source']);
 
-  // Fair sharing (deliveries/webhook-slots.limiter.ts): who is held back, by state, never by webhook
+  // Fair sharing (fair-share/webhook-slots.limiter.ts): who is held back, by state, never by webhook
   // (ids and URLs are unbounded; the log names the webhook when it becomes degraded or recovers).
   const deferrals = m.counter('svc_delivery_deferrals_total', "Deliveries put back in the queue until their webhook's turn (no attempt spent), by reason (webhook_limit, company_limit, degraded_limit, pool_reserve)", ['reason']);
   m.gauge('svc_delivery_slots', 'Send slots held in this dispatcher, by the state of the webhook holding them (healthy, degraded)', ['state'], async function () {

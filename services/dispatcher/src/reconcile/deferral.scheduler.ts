@@ -1,8 +1,7 @@
 import type { Queue } from 'bullmq';
-import { createPeriodicTask, type Db } from '@svc/platform';
+import { claimDeferred, createPeriodicTask, type Db } from '@svc/platform';
 import type { Logger } from '@svc/observability';
 import type { DeliveryJob, EventName } from '@svc/contracts';
-import { claimDeferred } from '../deliveries/delivery.repository';
 import { queueClaimedDeliveries, reportOrphaned } from './reconciler';
 
 export interface DeferralScheduler {

@@ -1,8 +1,7 @@
 import type { Queue } from 'bullmq';
-import { createPeriodicTask, type Db } from '@svc/platform';
+import { abandonDelivery, claimOverdue, createPeriodicTask, type Db, type OverdueDelivery } from '@svc/platform';
 import type { Logger } from '@svc/observability';
 import { bulkJobs, deliveryJobOf, JOBS, type DeliveryJob, type EventName, type JobContract, type ShipmentEventJob } from '@svc/contracts';
-import { abandonDelivery, claimOverdue, type OverdueDelivery } from '../deliveries/delivery.repository';
 import { findEvents, lockUnfanned } from '../outbox/outbox.repository';
 import { findWebhookModes } from '../webhooks/webhook.repository';
 

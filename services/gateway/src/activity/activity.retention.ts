@@ -1,6 +1,5 @@
 import type { Logger } from '@svc/observability';
-import type { Db } from '@svc/platform';
-import { createBatchedRetention, type BatchedRetention, type BatchedRetentionTuning } from '../retention/batched-retention';
+import { createBatchedRetention, type BatchedRetention, type BatchedRetentionTuning, type Db } from '@svc/platform';
 import { removeOldActivity } from './activity.repository';
 
 export type ActivityRetention = BatchedRetention;

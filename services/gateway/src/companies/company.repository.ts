@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db, Transaction } from '@svc/platform';
-import type { Empresa, EmpresaFields, PlanPersonalizado, Sucursal } from '@svc/contracts';
+import { GUATEMALA_TIME_ZONE, type Empresa, type EmpresaFields, type PlanPersonalizado, type Sucursal } from '@svc/contracts';
 
 const COLUMNS = {
   nombre: 'nombre',
@@ -87,7 +87,7 @@ export async function lockCompany(trx: Transaction, empresaId: string): Promise<
  * Today in Guatemala by Postgres's clock, the one clock every gateway shares (theirs may be
  * skewed); fixed for the statement, so a statement's checks and writes agree on it.
  */
-const TODAY = sql<string>`(statement_timestamp() at time zone 'America/Guatemala')::date`;
+const TODAY = sql<string>`(statement_timestamp() at time zone ${sql.lit(GUATEMALA_TIME_ZONE)})::date`;
 
 /**
  * Shipments already counted against today's allowance. A counter of an earlier day counts for

@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 import { sendJson } from '../http/send-json';
-import { principalOf } from '../http/request-principal';
+import { principalOf } from './company-scope';
 
 /** `GET /api/v1/empresa`: who the token belongs to, and in which mode it works. */
 export function mountCompanyRoutes(router: Router, _deps: GatewayDeps): void {

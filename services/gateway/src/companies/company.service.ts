@@ -8,7 +8,7 @@ import type { TokenCache } from '../auth/token-cache';
 import { recordActivity, type ActivityDetail } from '../activity/activity.repository';
 import { addCredits, findBranch, findCompany, insertBranch, insertCompany, lockCompany, updateCompany } from './company.repository';
 
-/** The company as the portal's routes show it; `today` is Postgres's day in Guatemala (guatemalaToday). */
+/** The company as the internal routes and the portal show it; `today` is Postgres's day in Guatemala (guatemalaToday). */
 export function presentCompany(e: Empresa, today: string) {
   return {
     id: e.id,
@@ -44,7 +44,8 @@ function requireVerified(e: Empresa): void {
   if (!e.verificada) throw new AppError('EMPRESA_NO_VERIFICADA', 'the company must be verified before generating tokens');
 }
 
-function requireBranchesEnabled(e: Empresa): void {
+/** 409 SUCURSALES_DESHABILITADAS unless the company has branches enabled. */
+export function requireBranchesEnabled(e: Empresa): void {
   if (!e.sucursales_habilitadas) throw new AppError('SUCURSALES_DESHABILITADAS', 'branches are not enabled for this company');
 }
 

@@ -1,7 +1,7 @@
 import type { AttemptLog, Delivery, LastAttempt, LoggedDelivery } from './delivery.repository';
 
 // What each read answers: exactly the contract's fields (the webhook detail's and list's), and what
-// extensions.md adds for the delivery log.
+// the delivery log adds to them (docs/integrators.md).
 
 /** The list's `ultimoDelivery`: the outcome of the webhook's latest attempted delivery, or null. */
 export function presentLast(last: LastAttempt | undefined) {

@@ -1,11 +1,13 @@
 import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
-import { insertDeliveryAttempts, type Db, type Transaction } from '@svc/platform';
+import { insertResendsOf, type Db, type Transaction } from '@svc/platform';
 import type { AttemptErrorClass, Database, DeliveryState, EventName, Modo, ShipmentEventData } from '@svc/contracts';
 
 /**
- * The gateway's side of deliveries (`entregas`, `entrega_intentos`): the PING it records, the
- * resends it creates, and what the webhook detail, the list and the delivery log show. Attempts of
- * event deliveries (resends included) are the dispatcher's to record.
+ * The gateway's reads of deliveries (`entregas`, `entrega_intentos`): what the webhook detail, the
+ * list, the delivery log and the portal show, and the statements that pick what a resend or a
+ * recovery sends again. Every write is the table module's (@svc/platform, tables/deliveries.table.ts):
+ * the PING's record, the resends' insert; attempts of event deliveries (resends included) are the
+ * dispatcher's to record.
  */
 
 /** A delivery as the webhook detail shows it. */
@@ -29,22 +31,6 @@ export interface AttemptLog {
   error: AttemptErrorClass | null;
   mensaje: string | null;
   respuesta: string | null;
-}
-
-/**
- * Records a PING (the test operation): one delivery, already final, and its one attempt, in one
- * statement. It is created when its attempt began, not when the attempt (up to 5 s) ended.
- */
-export async function insertPingDelivery(db: Db, ping: { id: string; webhookId: string; ok: boolean; attempt: AttemptLog }): Promise<void> {
-  const a = ping.attempt;
-  await sql`
-    with delivery as (
-      insert into entregas (id, webhook_id, evento_id, evento, estado, exitoso, status_code, intentos, ultimo_intento_en, created_at)
-      values (${ping.id}, ${ping.webhookId}, null, 'PING', ${ping.ok ? 'exitosa' : 'fallida'}, ${ping.ok}, ${a.statusCode}, 1, ${a.fecha}, ${a.fecha})
-      returning id
-    )
-    ${insertDeliveryAttempts([{ deliveryId: ping.id, attempt: 1, at: a.fecha, statusCode: a.statusCode, durationMs: a.duracionMs, error: a.error, message: a.mensaje, response: a.respuesta }], 'delivery')}
-  `.execute(db);
 }
 
 /**
@@ -189,7 +175,7 @@ function toLogged(r: LoggedRow): LoggedDelivery {
 
 /**
  * Whose deliveries of a webhook a reader sees: every one, or (a branch reading a company webhook's
- * log, extensions.md) only those of that branch's events. An event's branch is its outbox row's,
+ * log, docs/integrators.md#the-delivery-log-resending-and-recovery) only those of that branch's events. An event's branch is its outbox row's,
  * kept as long as any delivery names the event; a PING has no event, so a branch sees none.
  */
 export type LogReader = { branchId: string } | 'all';
@@ -322,13 +308,7 @@ async function insertResends(
       where ${condition} and ${EVENT_KEPT}
       order by e.created_at, e.id
       limit ${limit}
-    ), ins as (
-      insert into entregas (id, webhook_id, evento_id, evento, numero_guia, reenvio_de, es_reenvio, proximo_intento_en)
-      select gen_random_uuid(), webhook_id, coalesce(evento_id, id), evento, numero_guia, id, true, now()
-      from picked
-      returning id, evento, exitoso, status_code, intentos, ultimo_intento_en, created_at, estado, evento_id, numero_guia, reenvio_de,
-        created_at::text as at
-    )
+    ), ins as (${insertResendsOf('picked')})
     select ins.*, picked.event_data, picked.event_sequence, picked.event_modo, picked.created_at::text as original_at
     from ins join picked on picked.id = ins.reenvio_de
     order by picked.created_at, picked.id
@@ -358,7 +338,7 @@ export interface RecoveryPosition {
 }
 
 /**
- * What a recovery resends (extensions.md): the webhook's `fallida` deliveries created in the window
+ * What a recovery resends (docs/integrators.md#the-delivery-log-resending-and-recovery): the webhook's `fallida` deliveries created in the window
  * that are not resends and have none yet, after `after` when given. Walks the partial index of
  * unsuccessful deliveries (webhook_id, estado, created_at, id), a resend found by
  * entregas_reenvio_de_idx.

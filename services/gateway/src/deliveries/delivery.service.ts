@@ -27,7 +27,7 @@ import { resendWindowId } from './resend.limiter';
 
 type Deps = Pick<GatewayDeps, 'db' | 'logger' | 'resendRelay' | 'resendLimiter'>;
 
-/** The longest window of a recovery (extensions.md). */
+/** The longest window of a recovery (docs/integrators.md). */
 export const MAX_RECOVERY_MS = 14 * 24 * 3600 * 1000;
 
 // ---- the delivery log ------------------------------------------------------------------------------
@@ -35,7 +35,7 @@ export const MAX_RECOVERY_MS = 14 * 24 * 3600 * 1000;
 /**
  * Whose deliveries of webhook `w` the scope sees: a branch reading a company webhook's log sees only
  * its own branch's events (other branches' shipments and their receivers' answers are not its to
- * see, extensions.md); its own webhook's and the head account's, every one.
+ * see); its own webhook's and the head account's, every one.
  */
 export function logReaderOf(scope: CompanyScope, w: Pick<Webhook, 'sucursal_id'>): LogReader {
   return scope.sucursalId !== null && w.sucursal_id === null ? { branchId: scope.sucursalId } : 'all';
@@ -127,7 +127,7 @@ export async function resendDelivery(deps: Deps, scope: CompanyScope, id: string
     return made;
   });
   await deps.resendRelay.enqueue([firstAttempt(w, resent, requestId)]);
-  deps.logger.info({ webhookId: w.id, deliveryId: resent.id, reenvioDe: resent.reenvioDe, evento: resent.evento, requestId }, 'delivery resent');
+  deps.logger.info({ webhook: w.id, deliveryId: resent.id, reenvioDe: resent.reenvioDe, evento: resent.evento, requestId }, 'delivery resent');
   return presentLogged(resent, []);
 }
 
@@ -197,13 +197,13 @@ export async function recoverDeliveries(deps: Deps, scope: CompanyScope, id: str
     pendientes = written.left;
   }
   deps.logger.info(
-    { webhookId: w.id, reenviadas, pendientes, desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), requestId },
+    { webhook: w.id, reenviadas, pendientes, desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), requestId },
     'deliveries recovered',
   );
   return { reenviadas, pendientes };
 }
 
-// ---- the customer portal's views (portal.md) ---------------------------------------------------------
+// ---- the customer portal's views (docs/portal.md) ----------------------------------------------------
 
 /** One hour of the portal's chart. */
 export interface DeliveryHour {

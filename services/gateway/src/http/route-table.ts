@@ -16,7 +16,7 @@ const rememberTemplate: RequestHandler = (req, _res, next) => {
 /**
  * Registers a path's handlers and answers every other method on it with 405 and `Allow`, so "a
  * known path with another method" is decided where the path is declared. One express route per
- * path, so the router matches the path once rather than once per method (bench/README.md).
+ * path, so the router matches the path once rather than once per method.
  */
 export function route(router: Router, path: string, handlers: Handlers): void {
   const r = router.route(path).all(rememberTemplate);

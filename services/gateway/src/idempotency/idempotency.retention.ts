@@ -1,6 +1,5 @@
 import type { Logger } from '@svc/observability';
-import type { Db } from '@svc/platform';
-import { createBatchedRetention, type BatchedRetention, type BatchedRetentionTuning } from '../retention/batched-retention';
+import { createBatchedRetention, type BatchedRetention, type BatchedRetentionTuning, type Db } from '@svc/platform';
 import { KEY_LIFETIME_HOURS, removeExpiredKeys } from './idempotency.repository';
 
 export type IdempotencyRetention = BatchedRetention;
@@ -19,8 +18,8 @@ const BATCH_SIZE = 5000;
 
 /**
  * Deletes idempotency keys once they expire (KEY_LIFETIME_HOURS, 24): their answers hold recipients'
- * names, phones and addresses, which nothing needs after the key stops answering. The same small
- * batched deletes as the dispatcher's retention (services/dispatcher/src/retention), each a short
+ * names, phones and addresses, which nothing needs after the key stops answering. Through the
+ * batched-delete loop every retention runs (@svc/platform, db/batched-delete.ts), each batch a short
  * statement that skips keys a request holds, so a creation never waits on it.
  */
 export function createIdempotencyRetention(options: IdempotencyRetentionOptions): IdempotencyRetention {

@@ -1,9 +1,9 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '@svc/observability';
 import { bulkJobs, JOBS, type ShipmentEventJob } from '@svc/contracts';
-import type { Db } from '@svc/platform';
+import { markSent, type Db, type PendingJob } from '@svc/platform';
 import type { GatewayMetrics } from '../observability/gateway-metrics';
-import { lockUnsent, markSent, type PendingJob } from './outbox.repository';
+import { lockUnsent } from './outbox.repository';
 
 export interface OutboxRelay {
   /** Starts the periodic sweep of committed-but-unsent rows. */

@@ -1,18 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
-import { eventJobOf, guiaCreadaData, type Modo, type ShipmentEvent, type ShipmentEventData, type ShipmentEventJob } from '@svc/contracts';
-import type { Db, Transaction } from '@svc/platform';
+import { eventJobOf, guiaCreadaData, type ShipmentEvent, type ShipmentEventData, type ShipmentEventJob } from '@svc/contracts';
+import type { Db, NewEvent, PendingJob, Transaction } from '@svc/platform';
 import type { CompanyScope } from '../companies/company-scope';
-import { webhooksVersionOf } from '../webhooks/webhook.repository';
 
 /**
- * An event about to be written: the job the relay will queue, less what its write adds
- * (`committedAt` at commit, `webhooksVersion` read by its statement).
+ * The gateway's side of the event log (`outbox`): the events its changes make, and its reads of the
+ * log (the relay's sweep, the backlog, a resend's event). Every write is the table module's
+ * (@svc/platform, tables/outbox.table.ts): the events' insert, their `enviado_en`.
  */
-export type NewEvent = Omit<ShipmentEventJob, 'committedAt' | 'webhooksVersion' | 'sequence' | 'mode'> & { sequence: number; mode: Modo };
-
-/** The job of a written event; the relay stamps `committedAt` once its transaction has committed. */
-export type PendingJob = Omit<ShipmentEventJob, 'committedAt'>;
 
 /** GUIA_CREADA is the first entry of its shipment's history, so its sequence is always 1. */
 const CREATION_SEQUENCE = 1;
@@ -43,69 +39,6 @@ export function creationEvent(owner: CompanyScope, requestId: string | null, num
 /** The jobs of events a statement has written, with the company's webhook count it read. */
 export function pendingJobs(events: readonly NewEvent[], webhooksVersion: number): PendingJob[] {
   return events.map((e) => ({ ...e, webhooksVersion }));
-}
-
-/** An event's outbox row: every writer of events goes through it. */
-function rowOf(e: NewEvent) {
-  return {
-    id: e.eventId,
-    empresa_id: e.empresaId,
-    sucursal_id: e.sucursalId,
-    evento: e.evento,
-    data: e.data,
-    request_id: e.requestId,
-    secuencia: e.sequence,
-    modo: e.mode,
-  };
-}
-
-// The columns `rowOf` fills, in its order, and their types for a statement that reads them from parameters.
-const INSERT_INTO = sql`insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id, secuencia, modo)`;
-const AS_RECORD = sql`e(id uuid, empresa_id uuid, sucursal_id uuid, evento text, data jsonb, request_id text, secuencia int, modo text)`;
-
-/**
- * The insert of `events` inside a statement that writes their change too (the creation): written
- * only if the CTE `after` has rows, so a refused change writes no event. One event is written from
- * plain parameters, several from one JSON array, so the statement's text does not depend on how
- * many there are (it runs prepared).
- */
-export function insertEventsSql(events: readonly NewEvent[], after: string): RawBuilder<unknown> {
-  const [only] = events;
-  if (events.length === 1 && only) {
-    const r = rowOf(only);
-    return sql`${INSERT_INTO}
-      select ${r.id}::uuid, ${r.empresa_id}::uuid, ${r.sucursal_id}::uuid, ${r.evento}::text, ${JSON.stringify(r.data)}::jsonb,
-        ${r.request_id}::text, ${r.secuencia}::int, ${r.modo}::text
-      from ${sql.table(after)}`;
-  }
-  return sql`${INSERT_INTO}
-    select e.* from jsonb_to_recordset(${JSON.stringify(events.map(rowOf))}::jsonb) as ${AS_RECORD}
-    where exists (select 1 from ${sql.table(after)})`;
-}
-
-/**
- * Writes events in the caller's transaction (the one that makes the change); returns their jobs,
- * each with its company's webhook count as this statement read it.
- */
-export async function insertEvents(trx: Transaction, events: readonly NewEvent[]): Promise<PendingJob[]> {
-  if (events.length === 0) return [];
-  const rows = await trx
-    .insertInto('outbox')
-    .values(events.map((e) => ({ ...rowOf(e), data: JSON.stringify(e.data) })))
-    .returning(['id', webhooksVersionOf(sql.ref('outbox.empresa_id')).as('webhooks_version')])
-    .execute();
-  const versions = new Map(rows.map((r) => [r.id, Number(r.webhooks_version)]));
-  return events.map((e) => ({ ...e, webhooksVersion: versions.get(e.eventId) ?? 0 }));
-}
-
-export async function markSent(db: Db, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
-  await db
-    .updateTable('outbox')
-    .set({ enviado_en: sql<Date>`now()` })
-    .where('id', '=', sql<string>`any(${sql.val(ids)}::uuid[])`)
-    .where('enviado_en', 'is', null)
-    .execute();
 }
 
 /** Locks a batch of committed-but-unsent events older than `minAgeMs`; other sweepers skip them. */

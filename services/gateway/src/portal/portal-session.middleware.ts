@@ -54,7 +54,7 @@ export function cookieValue(header: string | undefined, name: string): string | 
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
-/** portal.md: `Secure` except for plain HTTP to localhost (a loopback name or address). */
+/** docs/portal.md: `Secure` except for plain HTTP to localhost (a loopback name or address). */
 function isPlainLocalhost(req: Request): boolean {
   if (req.secure) return false;
   const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');

@@ -6,9 +6,9 @@ import { requireCompany } from '../companies/company.service';
 import { endCompanySessions, insertLink, insertSession, pruneCompany, takeLink, touchSession, type PortalSessionRow } from './portal-session.repository';
 import { recordPortalActivity } from './portal-activity';
 
-/** A session ends after this long without a request (portal.md). */
+/** A session ends after this long without a request (docs/portal.md). */
 export const PORTAL_IDLE_MS = 30 * 60_000;
-/** ...and this long after it began, used or not (portal.md). */
+/** ...and this long after it began, used or not (docs/portal.md). */
 export const PORTAL_ABSOLUTE_MS = 8 * 3600_000;
 /** The path the built app and its API live under: the cookie's Path. */
 export const PORTAL_PATH = '/portal';

@@ -6,7 +6,7 @@ import { sendJson } from '../http/send-json';
 import { endPortalSessions, issuePortalLink } from './portal-session.service';
 
 /**
- * How a company's staff get into the portal (portal.md): the courier's website asks for a single-use
+ * How a company's staff get into the portal (docs/portal.md): the courier's website asks for a single-use
  * link for its signed-in `usuario`, and the operator can end every session of a company at once.
  */
 export function mountPortalInternalRoutes(router: Router, deps: GatewayDeps): void {

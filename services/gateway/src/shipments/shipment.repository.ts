@@ -1,10 +1,9 @@
 import { sql, type RawBuilder } from 'kysely';
-import { prepared, type Db, type Transaction } from '@svc/platform';
+import { insertEventsSql, prepared, webhooksVersionOf, type Db, type NewEvent, type PendingJob, type Transaction } from '@svc/platform';
 import type { Estado, Guia, ShipmentEvent } from '@svc/contracts';
 import type { CompanyScope } from '../companies/company-scope';
 import { chargeSandboxShipments, chargeShipments } from '../companies/company.repository';
-import { creationEvent, insertEventsSql, pendingJobs, type NewEvent, type PendingJob } from '../outbox/outbox.repository';
-import { webhooksVersionOf } from '../webhooks/webhook.repository';
+import { creationEvent, pendingJobs } from '../outbox/outbox.repository';
 
 export interface NewShipment {
   numeroGuia: string;
@@ -30,8 +29,9 @@ export interface CreatedShipments {
 
 /**
  * The creation statement: the charge, the shipments (status CREADA), their first history entry and
- * their GUIA_CREADA events in one prepared statement, each table's part from its owner's
- * repository (docs/decisions/0001-creation-in-one-prepared-statement.md).
+ * their GUIA_CREADA events in one prepared statement, each table's part from its owner (the
+ * charge from the companies' repository, the events from @svc/platform's outbox table module)
+ * (docs/decisions/0001-creation-in-one-prepared-statement.md).
  */
 function creationStatement(
   owner: CompanyScope,

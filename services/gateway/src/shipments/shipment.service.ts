@@ -8,9 +8,9 @@ import {
   validateGuiaEvento,
   type SuccessEnvelope,
 } from '@svc/contracts';
+import { insertEvents, type PendingJob } from '@svc/platform';
 import type { GatewayDeps } from '../deps';
-import type { Principal } from '../auth/principal';
-import { insertEvents, shipmentEvent, type PendingJob } from '../outbox/outbox.repository';
+import { shipmentEvent } from '../outbox/outbox.repository';
 import { recordActivity } from '../activity/activity.repository';
 import { idempotent, type IdempotencyRequest, type IdempotentAnswer } from '../idempotency/idempotency';
 import { readAllowance } from '../companies/company.repository';
@@ -26,7 +26,7 @@ import {
   lockShipment,
   recordTransition,
 } from './shipment.repository';
-import { scopeOf, type CompanyScope } from '../companies/company-scope';
+import type { CompanyScope } from '../companies/company-scope';
 
 type Deps = Pick<GatewayDeps, 'db' | 'clock' | 'metrics' | 'outboxRelay' | 'config'>;
 
@@ -79,15 +79,15 @@ const MAX_ATTEMPTS = 4;
  */
 export async function createShipments(
   deps: Deps,
-  ctx: { principal: Principal; requestId: string; idempotency: IdempotencyRequest | undefined },
+  /** `owner`: who the shipments are for (the caller's scope: a test one's are the sandbox's). */
+  ctx: { owner: CompanyScope; requestId: string; idempotency: IdempotencyRequest | undefined },
   items: GuiaCreate[],
   shape: 'single' | 'batch',
   /** Where numbers come from; a test passes one that collides to see the retry. */
   newNumero: () => string = generateNumeroGuia,
 ): Promise<CreateAnswer> {
   const { db, metrics } = deps;
-  const { principal, idempotency: idem } = ctx;
-  const owner = scopeOf(principal);
+  const { owner, idempotency: idem } = ctx;
 
   for (let attempt = 1; ; attempt++) {
     const fresh = items.map((item) => ({
@@ -283,17 +283,17 @@ export async function transitionShipment(
 }
 
 /**
- * `simular` (extensions.md, Sandbox parity): the courier's transition, for a test token, of one of
- * its own sandbox shipments (a branch's token: its branch's), emitting the event to the test webhooks.
+ * `simular`: the courier's transition, for a caller in the sandbox, of one of its own sandbox
+ * shipments (a branch's: its branch's), emitting the event to the test webhooks (docs/integrators.md).
  */
 export function simulateTransition(
   deps: Deps,
-  principal: Principal,
+  scope: CompanyScope,
   numeroGuia: string,
   body: unknown,
   requestId: string,
 ): Promise<{ numeroGuia: string; estado: Estado }> {
   // Refused before the body is read: a live token has nothing to simulate.
-  if (principal.modo !== 'test') throw new AppError('FORBIDDEN', 'simular moves sandbox shipments: use a test token');
-  return transitionShipment(deps, numeroGuia, validateGuiaEvento(body), requestId, scopeOf(principal));
+  if (scope.modo !== 'test') throw new AppError('FORBIDDEN', 'simular moves sandbox shipments: use a test token');
+  return transitionShipment(deps, numeroGuia, validateGuiaEvento(body), requestId, scope);
 }

@@ -1,11 +1,12 @@
-import { sql, type RawBuilder } from 'kysely';
 import type { Db, Transaction } from '@svc/platform';
 import type { Modo, Webhook } from '@svc/contracts';
 import type { CompanyScope } from '../companies/company-scope';
 
 /*
- * A scope sees the webhooks of its mode (a test token's are apart from live ones): all of the
- * company's, or (a branch's scope) the company's own and that branch's.
+ * The gateway's reads of `webhooks`; its writes (creation, changes, rotation) are the table
+ * module's (@svc/platform, tables/webhooks.table.ts). A scope sees the webhooks of its mode (a test
+ * token's are apart from live ones): all of the company's, or (a branch's scope) the company's own
+ * and that branch's.
  */
 
 /**
@@ -22,27 +23,6 @@ export async function countActive(trx: Transaction, empresaId: string, modo: Mod
     .where('activo', '=', true)
     .executeTakeFirstOrThrow();
   return Number(row.n);
-}
-
-/** `id` chosen by the caller, who sealed `sealedSecret` for it (the id is the seal's associated data). */
-export async function insertWebhook(
-  trx: Transaction,
-  w: { id: string; empresaId: string; sucursalId: string | null; modo: Modo; url: string; sealedSecret: string; eventos: string[]; descripcion: string | null },
-): Promise<Webhook> {
-  return trx
-    .insertInto('webhooks')
-    .values({
-      id: w.id,
-      empresa_id: w.empresaId,
-      sucursal_id: w.sucursalId,
-      modo: w.modo,
-      url: w.url,
-      secret: w.sealedSecret,
-      eventos: w.eventos,
-      descripcion: w.descripcion,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
 }
 
 /** A webhook visible in the scope, active or not; undefined otherwise. */
@@ -100,68 +80,4 @@ export async function countActiveByMode(db: Db, empresaId: string): Promise<Reco
  */
 export async function lockWebhook(trx: Transaction, empresaId: string, id: string): Promise<Webhook | undefined> {
   return trx.selectFrom('webhooks').selectAll().where('id', '=', id).where('empresa_id', '=', empresaId).forUpdate().executeTakeFirst();
-}
-
-/** `activo` among the fields: a reactivation's caller holds the company's lock and has counted (`countActive`). */
-export async function updateWebhook(
-  db: Db,
-  empresaId: string,
-  id: string,
-  fields: { url?: string; eventos?: string[]; descripcion?: string | null; activo?: boolean },
-): Promise<Webhook | undefined> {
-  return db
-    .updateTable('webhooks')
-    .set({ ...fields, updated_at: sql<Date>`now()` })
-    .where('id', '=', id)
-    .where('empresa_id', '=', empresaId)
-    .returningAll()
-    .executeTakeFirst();
-}
-
-/**
- * Deactivates an active webhook; undefined when it was not active (or not the company's), so the
- * caller tells 409 from 404 with a second look. The history stays: nothing is deleted.
- */
-export async function deactivateWebhook(db: Db, empresaId: string, id: string): Promise<Webhook | undefined> {
-  return db
-    .updateTable('webhooks')
-    .set({ activo: false, updated_at: sql<Date>`now()` })
-    .where('id', '=', id)
-    .where('empresa_id', '=', empresaId)
-    .where('activo', '=', true)
-    .returningAll()
-    .executeTakeFirst();
-}
-
-/**
- * Replaces the secret with `sealedSecret`, sealed for this webhook. With an overlap, the replaced
- * secret goes on signing beside the new one until `now() + overlapHours`; without one it stops at
- * once. Either way a previous secret still in its overlap is dropped: a new rotation ends the older
- * overlap. The replaced value moves as it is stored, sealed for the same row. Returns the webhook as
- * it now is.
- */
-export async function rotateSecret(db: Db, empresaId: string, id: string, sealedSecret: string, overlapHours: number): Promise<Webhook | undefined> {
-  const overlapping = overlapHours > 0;
-  return db
-    .updateTable('webhooks')
-    .set({
-      // The right-hand `secret` is the value before this update.
-      secreto_anterior: overlapping ? sql<string>`secret` : null,
-      secreto_anterior_expira_en: overlapping ? sql<Date>`now() + make_interval(hours => ${overlapHours})` : null,
-      secret: sealedSecret,
-      updated_at: sql<Date>`now()`,
-    })
-    .where('id', '=', id)
-    .where('empresa_id', '=', empresaId)
-    .returningAll()
-    .executeTakeFirst();
-}
-
-/**
- * The company's webhook count (`webhook_versions`, kept by a trigger on this table), for the
- * statement that writes an event: the event carries it, and the dispatcher routes the event from
- * routes it holds only if they were read at that count or later. 0 before any webhook.
- */
-export function webhooksVersionOf(empresaId: RawBuilder<unknown>): RawBuilder<string> {
-  return sql<string>`coalesce((select wv.version from webhook_versions wv where wv.empresa_id = ${empresaId}), 0)`;
 }

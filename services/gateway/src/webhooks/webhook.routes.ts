@@ -1,4 +1,4 @@
-import type { Router } from 'express';
+import type { RequestHandler, Router } from 'express';
 import { validateSecretRotation, validateWebhookCreate, validateWebhookPatch } from '@svc/contracts';
 import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
@@ -13,83 +13,72 @@ import {
   rotateWebhookSecret,
   webhookDetail,
 } from './webhook.service';
-import { sendJson } from '../http/send-json';
-import { principalOf } from '../http/request-principal';
-import { scopeOf } from '../companies/company-scope';
-import { API_USER, OPERATOR } from '../activity/activity.repository';
+import { sendData } from '../http/send-json';
+import { apiDoor, type Door } from '../companies/company-scope';
+import { OPERATOR } from '../activity/activity.repository';
 
 /**
- * The six webhook operations of `/api/v1`, and secret rotation (extensions.md); a webhook's
- * deliveries are `mountDeliveryRoutes`'. A branch token reads (list, detail) the webhooks that
- * receive its events; everything else is the head account's (403 FORBIDDEN). Each token sees only
- * the webhooks of its own mode (`scopeOf`): a test token's are the sandbox's, and receive only
- * sandbox events.
+ * The webhook operations as route handlers, for the caller its door names: `/api/v1`'s token or
+ * the portal's session (which shows its own list). A branch token reads (list, detail) the webhooks
+ * that receive its events; everything else is the head account's (403 FORBIDDEN). Each caller sees
+ * only the webhooks of its scope's mode: a test token's are the sandbox's, and receive only sandbox
+ * events.
  */
-export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
-  route(router, '/webhooks', {
-    post: async (req, res) => {
-      const principal = principalOf(req);
-      requireHead(principal);
-      const body = validateWebhookCreate(req.body);
-      const data = await createWebhook(deps, scopeOf(principal), body, API_USER);
-      sendJson(res, 201, { success: true, data });
-    },
-    get: async (req, res) => {
-      const data = await listWebhooks(deps, scopeOf(principalOf(req)));
-      sendJson(res, 200, { success: true, data });
-    },
-  });
-
-  route(router, '/webhooks/:id', {
-    get: async (req, res) => {
-      const data = await webhookDetail(deps, scopeOf(principalOf(req)), String(req.params.id));
-      sendJson(res, 200, { success: true, data });
-    },
-    patch: async (req, res) => {
-      const principal = principalOf(req);
-      requireHead(principal);
-      const body = validateWebhookPatch(req.body);
-      const data = await patchWebhook(deps, scopeOf(principal), String(req.params.id), body, API_USER);
-      sendJson(res, 200, { success: true, data });
-    },
-    delete: async (req, res) => {
-      const principal = principalOf(req);
-      requireHead(principal);
-      const data = await deleteWebhook(deps, scopeOf(principal), String(req.params.id), API_USER);
-      sendJson(res, 200, { success: true, data });
-    },
-  });
-
-  route(router, '/webhooks/:id/secreto', {
-    post: async (req, res) => {
-      const principal = principalOf(req);
-      requireHead(principal);
-      // The body is optional: no body rotates with the default overlap.
-      const body = validateSecretRotation(req.body ?? {});
-      const data = await rotateWebhookSecret(deps, scopeOf(principal), String(req.params.id), body, API_USER);
-      sendJson(res, 200, { success: true, data });
-    },
-  });
-
-  route(router, '/webhooks/:id/test', {
-    post: async (req, res) => {
-      const principal = principalOf(req);
-      requireHead(principal);
-      const data = await pingWebhook(deps, scopeOf(principal), String(req.params.id));
-      sendJson(res, 200, { success: true, data });
-    },
-  });
+export function webhookHandlers(deps: GatewayDeps, door: Door) {
+  const create: RequestHandler = async (req, res) => {
+    const caller = door.caller(req);
+    requireHead(caller);
+    const body = validateWebhookCreate(req.body);
+    sendData(res, 201, await createWebhook(deps, door.scope(req), body, caller.usuario));
+  };
+  const list: RequestHandler = async (req, res) => {
+    sendData(res, 200, await listWebhooks(deps, door.scope(req)));
+  };
+  const detail: RequestHandler = async (req, res) => {
+    sendData(res, 200, await webhookDetail(deps, door.scope(req), String(req.params.id)));
+  };
+  const patch: RequestHandler = async (req, res) => {
+    const caller = door.caller(req);
+    requireHead(caller);
+    const body = validateWebhookPatch(req.body);
+    sendData(res, 200, await patchWebhook(deps, door.scope(req), String(req.params.id), body, caller.usuario));
+  };
+  const remove: RequestHandler = async (req, res) => {
+    const caller = door.caller(req);
+    requireHead(caller);
+    sendData(res, 200, await deleteWebhook(deps, door.scope(req), String(req.params.id), caller.usuario));
+  };
+  const rotateSecret: RequestHandler = async (req, res) => {
+    const caller = door.caller(req);
+    requireHead(caller);
+    // The body is optional: no body rotates with the default overlap.
+    const body = validateSecretRotation(req.body ?? {});
+    sendData(res, 200, await rotateWebhookSecret(deps, door.scope(req), String(req.params.id), body, caller.usuario));
+  };
+  const ping: RequestHandler = async (req, res) => {
+    requireHead(door.caller(req));
+    sendData(res, 200, await pingWebhook(deps, door.scope(req), String(req.params.id)));
+  };
+  return { create, list, detail, patch, remove, rotateSecret, ping };
 }
 
-/** The portal's action that gives a branch its own webhook (an internal route); it is live. */
+/** The six webhook operations of `/api/v1`, and secret rotation; a webhook's deliveries are `mountDeliveryRoutes`'. */
+export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
+  const h = webhookHandlers(deps, apiDoor);
+  route(router, '/webhooks', { post: h.create, get: h.list });
+  route(router, '/webhooks/:id', { get: h.detail, patch: h.patch, delete: h.remove });
+  route(router, '/webhooks/:id/secreto', { post: h.rotateSecret });
+  route(router, '/webhooks/:id/test', { post: h.ping });
+}
+
+/** The operator's action that gives a branch its own webhook (an internal route); it is live. */
 export function mountWebhookInternalRoutes(router: Router, deps: GatewayDeps): void {
   route(router, '/empresas/:id/sucursales/:sid/webhooks', {
     post: async (req, res) => {
       const body = validateWebhookCreate(req.body);
       const empresa = await requireCompany(deps.db, String(req.params.id));
       const sucursal = await requireBranch(deps.db, empresa.id, String(req.params.sid));
-      const data = await createWebhook(deps, { empresaId: empresa.id, sucursalId: sucursal.id, modo: 'live' }, body, OPERATOR);
-      sendJson(res, 201, { success: true, data });
+      sendData(res, 201, await createWebhook(deps, { empresaId: empresa.id, sucursalId: sucursal.id, modo: 'live' }, body, OPERATOR));
     },
   });
 }

@@ -9,26 +9,15 @@ import {
   type WebhookCreate,
   type WebhookPatch,
 } from '@svc/contracts';
-import { webhookTargetOf, type Db } from '@svc/platform';
+import { deactivateWebhook, insertPingDelivery, insertWebhook, rotateSecret, updateWebhook, webhookTargetOf, type Db } from '@svc/platform';
 import { attemptDelivery, checkWebhookUrl } from '@svc/webhook-sender';
 import type { GatewayDeps } from '../deps';
-import type { Principal } from '../auth/principal';
-import type { CompanyScope } from '../companies/company-scope';
+import type { Caller, CompanyScope } from '../companies/company-scope';
 import { lockCompany } from '../companies/company.repository';
-import { insertPingDelivery, lastAttemptPerWebhook, latestDeliveries } from '../deliveries/delivery.repository';
+import { lastAttemptPerWebhook, latestDeliveries } from '../deliveries/delivery.repository';
 import { presentDelivery, presentLast } from '../deliveries/delivery.presenter';
 import { recordActivity } from '../activity/activity.repository';
-import {
-  countActive,
-  countActiveByMode,
-  deactivateWebhook,
-  findWebhook,
-  insertWebhook,
-  listActiveWebhooks,
-  listOwnerWebhooks,
-  rotateSecret,
-  updateWebhook,
-} from './webhook.repository';
+import { countActive, countActiveByMode, findWebhook, listActiveWebhooks, listOwnerWebhooks } from './webhook.repository';
 
 type Deps = Pick<GatewayDeps, 'db' | 'sender' | 'secrets' | 'logger'>;
 
@@ -60,8 +49,8 @@ export function generateSecret(): string {
  * Creating, updating, deactivating, testing, resending to and rotating the secret of webhooks belong
  * to the head account: a branch token gets 403.
  */
-export function requireHead(p: Principal): void {
-  if (p.sucursal) throw new AppError('FORBIDDEN', 'a branch token cannot manage webhooks; use the company token');
+export function requireHead(caller: Pick<Caller, 'sucursalId'>): void {
+  if (caller.sucursalId !== null) throw new AppError('FORBIDDEN', 'a branch token cannot manage webhooks; use the company token');
 }
 
 // ---- what each operation answers: exactly the contract's fields -----------------------------------
@@ -133,7 +122,7 @@ export async function createWebhook(
     await recordActivity(trx, { empresaId: owner.empresaId, usuario, accion: 'webhook.created', sucursalId: owner.sucursalId, webhookId: created.id, detalle: { modo: owner.modo } });
     return created;
   });
-  deps.logger.info({ webhookId: webhook.id, empresaId: owner.empresaId, sucursalId: owner.sucursalId, modo: owner.modo }, 'webhook created');
+  deps.logger.info({ webhook: webhook.id, empresaId: owner.empresaId, sucursalId: owner.sucursalId, modo: owner.modo }, 'webhook created');
   return presentCreated(webhook, secret);
 }
 
@@ -210,7 +199,7 @@ export async function patchWebhook(deps: Deps, scope: CompanyScope, id: string, 
   });
   if (!updated) throw new AppError('NOT_FOUND', 'no such webhook');
   if (body.activo !== undefined && body.activo !== current.activo) {
-    deps.logger.info({ webhookId: updated.id, empresaId: scope.empresaId }, body.activo ? 'webhook reactivated' : 'webhook deactivated');
+    deps.logger.info({ webhook: updated.id, empresaId: scope.empresaId }, body.activo ? 'webhook reactivated' : 'webhook deactivated');
   }
   return presentUpdated(updated);
 }
@@ -225,7 +214,7 @@ export async function deleteWebhook(deps: Deps, scope: CompanyScope, id: string,
     return deactivated;
   });
   if (!updated) throw new AppError('ALREADY_INACTIVE', 'the webhook is already inactive');
-  deps.logger.info({ webhookId: updated.id, empresaId: scope.empresaId }, 'webhook deactivated');
+  deps.logger.info({ webhook: updated.id, empresaId: scope.empresaId }, 'webhook deactivated');
   return { id: updated.id, activo: updated.activo };
 }
 
@@ -257,18 +246,17 @@ export async function pingWebhook(deps: Deps, scope: CompanyScope, id: string) {
     webhookId: w.id,
     ok: outcome.ok,
     attempt: {
-      numero: 1,
-      fecha: new Date(outcome.timestamp),
+      at: new Date(outcome.timestamp),
       statusCode: outcome.statusCode,
-      duracionMs: durationMs,
+      durationMs,
       error: outcome.error,
-      mensaje: outcome.message,
-      respuesta: outcome.response,
+      message: outcome.message,
+      response: outcome.response,
     },
   });
   deps.logger.info(
     {
-      webhookId: w.id,
+      webhook: w.id,
       deliveryId,
       exitoso: outcome.ok,
       statusCode: outcome.statusCode,
@@ -300,7 +288,7 @@ export async function rotateWebhookSecret(deps: Deps, scope: CompanyScope, id: s
   });
   if (!rotated) throw new AppError('NOT_FOUND', 'no such webhook');
   const expiresAt = rotated.secreto_anterior_expira_en;
-  deps.logger.info({ webhookId: w.id, empresaId: scope.empresaId, solaparHoras: hours }, 'webhook secret rotated');
+  deps.logger.info({ webhook: w.id, empresaId: scope.empresaId, solaparHoras: hours }, 'webhook secret rotated');
   return {
     id: rotated.id,
     secret,
@@ -309,7 +297,7 @@ export async function rotateWebhookSecret(deps: Deps, scope: CompanyScope, id: s
   };
 }
 
-// ---- the customer portal's views (portal.md) ---------------------------------------------------------
+// ---- the customer portal's views (docs/portal.md) ----------------------------------------------------
 
 /**
  * The portal's table of webhooks: every webhook of one owner (the company's own, or one branch's) in

@@ -1,4 +1,4 @@
-import { ESTADO_ENTREGA, fecha } from '../format';
+import { ESTADO_ENTREGA, formatDateTime } from '../format';
 
 /** A delivery row's last four cells, the same in every delivery list: **Estado**, **Intentos**, **Código**, **Fecha**. */
 export function DeliveryCells({ d }: { d: { estado: string; intentos: number; statusCode: number; createdAt: string } }) {
@@ -9,7 +9,7 @@ export function DeliveryCells({ d }: { d: { estado: string; intentos: number; st
       </td>
       <td>{d.intentos}</td>
       <td>{d.intentos === 0 ? '—' : d.statusCode}</td>
-      <td>{fecha(d.createdAt)}</td>
+      <td>{formatDateTime(d.createdAt)}</td>
     </>
   );
 }

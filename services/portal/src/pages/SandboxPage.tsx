@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate } from 'react-router';
 import { api, type Guia, type Resumen } from '../api';
-import { fecha } from '../format';
+import { formatDateTime } from '../format';
 import { ActionButton, Alert, DataTable, LoadError, Loading, Page } from '../ui';
 
 /**
@@ -51,7 +51,7 @@ export function SandboxPage() {
                   <Link to={`/sandbox/${g.numeroGuia}`}>{g.numeroGuia}</Link>
                 </td>
                 <td>{g.estado}</td>
-                <td>{fecha(g.createdAt)}</td>
+                <td>{formatDateTime(g.createdAt)}</td>
               </tr>
             ))}
           </DataTable>

@@ -1,7 +1,7 @@
 import { useId, useState } from 'react';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { api, type TokenPair } from '../api';
-import { fecha } from '../format';
+import { formatDateTime } from '../format';
 import { ActionButton, Alert, ConfirmDialog, SecretField, Status } from '../ui';
 
 /**
@@ -51,7 +51,7 @@ export function TokenPanel(props: { path: string; generadosEn: string | null; ve
       )}
       {generadosEn ? (
         <>
-          <p>Par de tokens generado el {fecha(generadosEn)}.</p>
+          <p>Par de tokens generado el {formatDateTime(generadosEn)}.</p>
           <div className="actions">
             <button type="button" className="btn btn-primary" onClick={() => start('regenerar')} disabled={!verificada} aria-describedby={verificada ? undefined : noteId}>
               Regenerar tokens

@@ -2,8 +2,8 @@ import { useId, useState } from 'react';
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
 import { api, EVENTOS, type EntregasPage, type Modo, type WebhookDetail } from '../api';
-import { fecha, guatemalaInputToIso, isoToGuatemalaInput, MODO_NOMBRE } from '../format';
-import { ActionButton, Alert, ConfirmDialog, DataTable, LoadError, Loading, Page, PagedRows, SecretField, Status } from '../ui';
+import { formatDateInput, formatDateTime, MODO_NOMBRE, parseDateInput } from '../format';
+import { ActionButton, Alert, ConfirmDialog, DataTable, DateTimeField, LoadError, Loading, Page, PagedRows, SecretField, Status } from '../ui';
 import { DeliveryCells } from './DeliveryCells';
 import { WebhookForm, type WebhookFields } from './WebhookForm';
 import { useModo } from './WebhooksPage';
@@ -75,7 +75,7 @@ function WebhookView({ w, modo }: { w: WebhookDetail; modo: Modo }) {
     onSuccess: (r) => {
       setAsking(null);
       setRotated(r);
-      setOutcome(r.secretoAnteriorExpiraEn ? `Secreto rotado. El anterior sigue firmando hasta ${fecha(r.secretoAnteriorExpiraEn)}.` : 'Secreto rotado. El anterior ya no firma.');
+      setOutcome(r.secretoAnteriorExpiraEn ? `Secreto rotado. El anterior sigue firmando hasta ${formatDateTime(r.secretoAnteriorExpiraEn)}.` : 'Secreto rotado. El anterior ya no firma.');
     },
   });
   const toggle = useMutation({
@@ -106,7 +106,7 @@ function WebhookView({ w, modo }: { w: WebhookDetail; modo: Modo }) {
         <dt>Descripción</dt>
         <dd>{w.descripcion ?? '—'}</dd>
         <dt>Creado</dt>
-        <dd>{fecha(w.createdAt)}</dd>
+        <dd>{formatDateTime(w.createdAt)}</dd>
       </dl>
       <div className="actions">
         <button
@@ -229,10 +229,11 @@ function queryString(f: Filters, modo: Modo, cursor: string | null): string {
   const p = new URLSearchParams({ modo, limit: '20' });
   if (f.estado) p.set('estado', f.estado);
   if (f.evento) p.set('evento', f.evento);
-  const desde = guatemalaInputToIso(f.desde);
-  const hasta = guatemalaInputToIso(f.hasta);
-  if (desde) p.set('desde', desde);
-  if (hasta) p.set('hasta', hasta);
+  // A date still being typed filters nothing until it reads as one.
+  const desde = parseDateInput(f.desde);
+  const hasta = parseDateInput(f.hasta);
+  if (desde) p.set('desde', desde.toISOString());
+  if (hasta) p.set('hasta', hasta.toISOString());
   if (cursor) p.set('cursor', cursor);
   return p.toString();
 }
@@ -255,7 +256,8 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
   const id = useId();
   const [filters, setFilters] = useState<Filters>({ estado: '', evento: '', desde: '', hasta: '' });
   const [recovering, setRecovering] = useState(false);
-  const [span, setSpan] = useState({ desde: isoToGuatemalaInput(new Date(Date.now() - 24 * 3600_000)), hasta: '' });
+  const [span, setSpan] = useState({ desde: formatDateInput(new Date(Date.now() - 24 * 3600_000)), hasta: '' });
+  const [spanChecked, setSpanChecked] = useState(false);
   // What the recovery of `span` has resent so far (over its calls) and what is left for another call.
   const [recovered, setRecovered] = useState<Recovered | null>(null);
   const log = useInfiniteQuery({
@@ -270,9 +272,9 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
   // the next call over the same window, adding to what the first ones resent.
   const recover = useMutation({
     mutationFn: (_continuing: boolean) => {
-      const desde = guatemalaInputToIso(span.desde);
-      const hasta = guatemalaInputToIso(span.hasta);
-      return api<Recovered>('POST', `/webhooks/${webhookId}/recuperar?modo=${modo}`, { desde: desde ?? span.desde, ...(hasta ? { hasta } : {}) });
+      const desde = parseDateInput(span.desde);
+      const hasta = parseDateInput(span.hasta);
+      return api<Recovered>('POST', `/webhooks/${webhookId}/recuperar?modo=${modo}`, { desde: desde?.toISOString(), ...(hasta ? { hasta: hasta.toISOString() } : {}) });
     },
     onSuccess: (r, continuing) => {
       setRecovering(false);
@@ -280,7 +282,9 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
       void queryClient.invalidateQueries({ queryKey: ['entregas', webhookId] });
     },
   });
-  const set = (k: keyof Filters) => (e: { target: { value: string } }) => setFilters((f) => ({ ...f, [k]: e.target.value }));
+  const set = (k: keyof Filters) => (value: string) => setFilters((f) => ({ ...f, [k]: value }));
+  // The window is sent only when it reads as dates: `desde` required, `hasta` empty or a date.
+  const spanOk = parseDateInput(span.desde) !== undefined && (span.hasta.trim() === '' || parseDateInput(span.hasta) !== undefined);
   const rows = log.data?.pages.flatMap((p) => p.entregas) ?? [];
   return (
     <section aria-labelledby={`${id}-h`} className="section">
@@ -294,6 +298,7 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
             onClick={() => {
               recover.reset();
               setRecovered(null);
+              setSpanChecked(false);
               setRecovering(true);
             }}
           >
@@ -304,7 +309,7 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
       <form className="filters" aria-label="Filtros de entregas" onSubmit={(e) => e.preventDefault()}>
         <div className="field">
           <label htmlFor={`${id}-estado`}>Estado</label>
-          <select id={`${id}-estado`} value={filters.estado} onChange={set('estado')}>
+          <select id={`${id}-estado`} value={filters.estado} onChange={(e) => set('estado')(e.target.value)}>
             <option value="">Todos</option>
             <option value="pendiente">Pendiente</option>
             <option value="exitosa">Exitosa</option>
@@ -313,7 +318,7 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
         </div>
         <div className="field">
           <label htmlFor={`${id}-evento`}>Evento</label>
-          <select id={`${id}-evento`} value={filters.evento} onChange={set('evento')}>
+          <select id={`${id}-evento`} value={filters.evento} onChange={(e) => set('evento')(e.target.value)}>
             <option value="">Todos</option>
             {[...EVENTOS, 'PING'].map((e) => (
               <option key={e} value={e}>
@@ -322,14 +327,8 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
             ))}
           </select>
         </div>
-        <div className="field">
-          <label htmlFor={`${id}-desde`}>Desde</label>
-          <input id={`${id}-desde`} type="datetime-local" value={filters.desde} onChange={set('desde')} />
-        </div>
-        <div className="field">
-          <label htmlFor={`${id}-hasta`}>Hasta</label>
-          <input id={`${id}-hasta`} type="datetime-local" value={filters.hasta} onChange={set('hasta')} />
-        </div>
+        <DateTimeField label="Desde" value={filters.desde} onChange={set('desde')} />
+        <DateTimeField label="Hasta" value={filters.hasta} onChange={set('hasta')} />
       </form>
       {recovered && (
         <div className="recovered">
@@ -345,7 +344,7 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
           {rows.map((d) => (
             <tr key={d.id}>
               <td>
-                <Link to={`/webhooks/${webhookId}/entregas/${d.id}?modo=${modo}`} aria-label={`${d.evento} ${d.numeroGuia ?? ''} ${fecha(d.createdAt)}`.replace(/\s+/g, ' ')}>
+                <Link to={`/webhooks/${webhookId}/entregas/${d.id}?modo=${modo}`} aria-label={`${d.evento} ${d.numeroGuia ?? ''} ${formatDateTime(d.createdAt)}`.replace(/\s+/g, ' ')}>
                   {d.evento}
                 </Link>
                 {d.reenvioDe && <span className="muted"> (reenvío)</span>}
@@ -361,23 +360,17 @@ function DeliveryLog({ webhookId, modo }: { webhookId: string; modo: Modo }) {
         open={recovering}
         title="Recuperar entregas fallidas"
         confirmLabel="Recuperar"
-        onConfirm={() => recover.mutate(false)}
+        onConfirm={() => {
+          setSpanChecked(true);
+          if (spanOk) recover.mutate(false);
+        }}
         onCancel={() => setRecovering(false)}
         busy={recover.isPending}
         error={recover.error}
       >
         <p>Se reenvían las entregas fallidas creadas en el intervalo (hasta 14 días) que no se hayan reenviado ya, las más antiguas primero y hasta 2000 cada vez.</p>
-        <div className="field">
-          <label htmlFor={`${id}-r-desde`}>Desde</label>
-          <input id={`${id}-r-desde`} type="datetime-local" required value={span.desde} onChange={(e) => setSpan((w) => ({ ...w, desde: e.target.value }))} />
-        </div>
-        <div className="field">
-          <label htmlFor={`${id}-r-hasta`}>Hasta</label>
-          <input id={`${id}-r-hasta`} type="datetime-local" value={span.hasta} onChange={(e) => setSpan((w) => ({ ...w, hasta: e.target.value }))} aria-describedby={`${id}-r-hint`} />
-          <p id={`${id}-r-hint`} className="hint">
-            Vacío: hasta ahora. Horas de Guatemala.
-          </p>
-        </div>
+        <DateTimeField label="Desde" required value={span.desde} onChange={(desde) => setSpan((w) => ({ ...w, desde }))} showError={spanChecked} />
+        <DateTimeField label="Hasta" hint="Vacío: hasta ahora." value={span.hasta} onChange={(hasta) => setSpan((w) => ({ ...w, hasta }))} showError={spanChecked} />
       </ConfirmDialog>
     </section>
   );

@@ -1,6 +1,6 @@
 import { Link } from 'react-router';
 import type { Modo, WebhookRow } from '../api';
-import { fecha } from '../format';
+import { formatDateTime } from '../format';
 import { DataTable } from '../ui';
 
 /** The webhooks of one mode: **URL** (a link to the webhook's page), **Eventos**, **Descripción**, **Estado**, **Última entrega**. */
@@ -21,7 +21,7 @@ export function WebhookTable({ rows, modo, label }: { rows: WebhookRow[]; modo: 
           <td>
             {w.ultimoDelivery ? (
               <>
-                {w.ultimoDelivery.exitoso ? 'Exitosa' : 'Fallida'} ({w.ultimoDelivery.statusCode}) · {fecha(w.ultimoDelivery.fecha)}
+                {w.ultimoDelivery.exitoso ? 'Exitosa' : 'Fallida'} ({w.ultimoDelivery.statusCode}) · {formatDateTime(w.ultimoDelivery.fecha)}
               </>
             ) : (
               'Ninguna'

@@ -66,8 +66,9 @@ export function WebhooksPage() {
           key={round}
           heading={<h2 id="wh-lista">Webhooks de {MODO_NOMBRE[modo]}</h2>}
           path={`/webhooks?modo=${modo}`}
+          modo={modo}
           createdLabel="Webhook creado"
-          invalidate={[['webhooks'], ['resumen']]}
+          invalidate={[['webhooks']]}
         />
         {list.isPending ? (
           <Loading what="los webhooks" />

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * Resending, secret rotation and the headers every delivery carries (extensions.md): a resend shares
+ * Resending, secret rotation and the headers every delivery carries (docs/integrators.md): a resend shares
  * its original's event, so the one-delivery-per-(event, webhook) index now covers originals only; a
  * rotation keeps the replaced secret until its overlap ends; an event keeps its position in its
  * shipment's history and its mode, so retries, resends and the reconciler send the same headers.

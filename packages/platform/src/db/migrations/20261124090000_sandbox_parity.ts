@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * Sandbox parity (extensions.md): sandbox shipments have a daily cap of their own, counted per
+ * Sandbox parity (docs/integrators.md, The sandbox): sandbox shipments have a daily cap of their own, counted per
  * company like the live allowance but apart from it; webhooks are routed, counted and listed per
  * mode, so the routing index leads with the mode as every query of it does.
  */

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * The customer portal's ways in (portal.md): single-use links issued by the internal route, and the
+ * The customer portal's ways in (docs/portal.md): single-use links issued by the internal route, and the
  * sessions they are traded for. Only SHA-256 hashes of the link's and the session's secrets are kept:
  * a copy of this table opens no portal. A link is used once (`usado_en`) and expires; a session ends
  * after 30 minutes idle or 8 hours (`expira_en`), on logout, or when the operator ends the company's

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * The activity log (portal.md, Actividad): who did what to a company's integration, and when: the
+ * The activity log (docs/portal.md, Actividad): who did what to a company's integration, and when: the
  * operator's internal routes ("operador"), the portal's users, the API ("api"). Append-only: a
  * trigger refuses every UPDATE, DELETE and TRUNCATE, except the DELETE of the retention pass
  * (RETENTION_DAYS), which says so in its own transaction (`svc.actividad_retention = on`). That is a

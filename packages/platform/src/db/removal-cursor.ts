@@ -22,3 +22,13 @@ export const removalCandidates = (table: 'entregas' | 'outbox', retentionDays: n
         and (created_at, id) > (${after.at}::timestamptz, ${after.id}::uuid)
       order by created_at, id
       limit ${limit}`;
+
+/** A retention batch's last candidate, as its statement returns it: null when it saw none. */
+export interface LastCandidate {
+  last_at: string | null;
+  last_id: string | null;
+}
+
+/** Where the batch after one that returned `row` starts: its last candidate, or `after` again when it saw none. */
+export const nextRemovalCursor = (row: LastCandidate, after: RemovalCursor): RemovalCursor =>
+  row.last_at && row.last_id ? { at: row.last_at, id: row.last_id } : after;

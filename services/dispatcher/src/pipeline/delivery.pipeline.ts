@@ -41,7 +41,8 @@ export interface DeliveryPipeline {
  * Every attempt goes through four stages (delivery.states.ts names what each hands the next):
  * prepare (is it owed, and where to) → send → record → settle. Postgres says where a delivery
  * stands, so a job run twice sends nothing twice; a receiver's failure is recorded with its next
- * attempt's due time and that job queued at once, never failing a job. A fault reading Postgres
+ * attempt's due time (retry-policy/delivery-retry.policy.ts) and that job queued at once, never
+ * failing a job. A fault reading Postgres
  * throws, and BullMQ's retries (which count no attempt) run the job again; a fault recording waits
  * with the outcome in hand. Whatever Redis loses, the reconciler queues again from the record.
  */

@@ -1,26 +1,23 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DELIVERY_MAX_ATTEMPTS, retryDelayMs, type DeliveryState } from '@svc/contracts';
 import { attemptDelivery, type AttemptOutcome } from '@svc/webhook-sender';
+import { isRetry, verdictOf, waitBeforeSend } from '../retry-policy/delivery-retry.policy';
 import type { DeliveryContext } from './delivery.context';
 import type { Deferred, Ready, Sent } from './delivery.states';
-import { RETRY_LEAD_MS } from './settle.stage';
 
 /**
- * Stage two: the attempt, if its webhook has a free slot (webhook-slots.limiter.ts); otherwise it
- * is deferred until the webhook's likely turn, no attempt spent. A receiver's failure is an
- * outcome like any other, with the due time of the next attempt when one remains; only a fault of
- * the sender itself throws.
+ * Stage two: the attempt, if its webhook has a free slot (fair-share/webhook-slots.limiter.ts);
+ * otherwise it is deferred until the webhook's likely turn, no attempt spent. A receiver's failure
+ * is an outcome like any other, with the retry policy's verdict (the due time of the next attempt
+ * when one remains); only a fault of the sender itself throws.
  */
 export async function send(ctx: DeliveryContext, ready: Ready): Promise<Sent | Deferred> {
   const { delivery, target } = ready;
-  // A retry's job comes early (RETRY_LEAD_MS): the attempt waits for its due time, never longer
-  // than the lead (another host's clock may differ).
-  const early = delivery.dueAt === undefined ? 0 : Math.min(delivery.dueAt - Date.now(), RETRY_LEAD_MS);
+  // A retry's job comes early (the retry policy's lead): the attempt waits for its due time.
+  const early = waitBeforeSend(delivery.dueAt);
   if (early > 0) await sleep(early);
   // Slots are shared between companies first, then between a company's webhooks. A retry is due at
-  // the contract's time (1 s, then 2 s after the previous attempt ended): the limiter lets no other
-  // tenant make it late.
-  const admission = await ctx.slots.acquire(delivery.webhookId, { companyId: target.companyId, retry: delivery.attempt > 1 });
+  // the contract's time: the limiter lets no other tenant make it late.
+  const admission = await ctx.slots.acquire(delivery.webhookId, { companyId: target.companyId, retry: isRetry(delivery.attempt) });
   if (!('slot' in admission)) {
     ctx.metrics.deferrals.inc({ reason: admission.reason });
     return { ...ready, stage: 'deferred', until: admission.deferUntil, reason: admission.reason };
@@ -52,13 +49,13 @@ export async function send(ctx: DeliveryContext, ready: Ready): Promise<Sent | D
   const endedAt = Date.parse(outcome.timestamp) + outcome.durationMs;
   ctx.metrics.attempt(outcome.result, outcome.durationMs);
 
-  const last = outcome.ok || delivery.attempt >= DELIVERY_MAX_ATTEMPTS;
-  const state: DeliveryState = outcome.ok ? 'exitosa' : last ? 'fallida' : 'pendiente';
+  const verdict = verdictOf(delivery.attempt, outcome.ok, endedAt);
   return {
     ...ready,
     stage: 'sent',
     outcome,
     endedAt,
+    verdict,
     record: {
       deliveryId: delivery.deliveryId,
       attempt: delivery.attempt,
@@ -68,8 +65,8 @@ export async function send(ctx: DeliveryContext, ready: Ready): Promise<Sent | D
       error: outcome.error,
       message: outcome.message,
       response: outcome.response,
-      state,
-      nextAt: last ? null : new Date(endedAt + retryDelayMs(delivery.attempt)),
+      state: verdict.estado,
+      nextAt: verdict.kind === 'retry' ? new Date(verdict.dueAt) : null,
     },
   };
 }

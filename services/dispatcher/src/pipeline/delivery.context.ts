@@ -6,19 +6,18 @@ import type { WebhookSender } from '@svc/webhook-sender';
 import { createMicroBatcher, type MicroBatcher, type MicroBatchOptions } from '../support/micro-batch';
 import type { PostgresWatch } from '../support/postgres-watch';
 import type { DispatcherMetrics } from '../observability/dispatcher-metrics';
-import { markFannedOut } from '../outbox/outbox.repository';
 import { findWebhookTargets, type ReadTarget } from '../webhooks/webhook.repository';
 import {
-  findDeliveryProgress,
   insertNewDeliveries,
+  markFannedOut,
   postponeDeliveries,
   recordAttempts,
   type AttemptRecord,
-  type DeliveryProgress,
   type NewDelivery,
   type Postponement,
-} from './delivery.repository';
-import type { WebhookSlots } from './webhook-slots.limiter';
+} from '@svc/platform';
+import { findDeliveryProgress, type DeliveryProgress } from '../deliveries/delivery.repository';
+import type { WebhookSlots } from '../fair-share/webhook-slots.limiter';
 
 /**
  * Statements of deliveries (reads of progress and targets, attempt records, postponements): up to
@@ -29,7 +28,7 @@ const DELIVERY_STATEMENTS: MicroBatchOptions = { maxBatch: 500, maxInFlight: 2 }
 /**
  * The record of events' new deliveries: up to 200 events a statement (each a row per webhook it
  * reaches), two in flight. When none is being written, an event waits up to 20 ms for three others:
- * at a moderate rate nothing else batches, and a statement per event cost Postgres about twice the
+ * at a moderate rate nothing else batches, and a statement per event cost Postgres much more
  * CPU. The receiver already has the attempt; the wait delays only its row (a crash in it is one
  * before the record: sent again under the same id).
  */

@@ -8,7 +8,7 @@ import { LoadError, Loading } from '../ui';
  * Where a portal link lands: the secret in the fragment (`#…`, never sent to a server by the browser)
  * is traded once for a session; the fragment is wiped from the address bar and history first.
  */
-export function EntrarPage() {
+export function SignInPage() {
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   const secret = useRef<string | null>(null);

@@ -1,5 +1,5 @@
 import type { DeliveryContext } from './delivery.context';
-import type { NewDelivery } from './delivery.repository';
+import type { NewDelivery } from '@svc/platform';
 import type { Attempted, Recorded } from './delivery.states';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

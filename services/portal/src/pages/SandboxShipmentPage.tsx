@@ -1,13 +1,13 @@
 import { useId, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
-import { api, type GuiaSandbox } from '../api';
-import { fecha, guatemalaInputToIso, isoToGuatemalaInput } from '../format';
-import { ActionButton, Alert, ConfirmDialog, DataTable, LoadError, Loading, Page, Status } from '../ui';
+import { api, type GuiaSandbox, type WebhookRow } from '../api';
+import { formatDateInput, formatDateTime, parseDateInput } from '../format';
+import { ActionButton, Alert, ConfirmDialog, DataTable, DateTimeField, LoadError, Loading, Page, Status } from '../ui';
 import { DeliveryCells } from './DeliveryCells';
 
 /** A sandbox shipment: its history, a button per event its status allows next, the deliveries its events made. */
-export function SandboxGuiaPage() {
+export function SandboxShipmentPage() {
   const { numeroGuia = '' } = useParams();
   const queryClient = useQueryClient();
   const id = useId();
@@ -15,11 +15,18 @@ export function SandboxGuiaPage() {
   const [motivo, setMotivo] = useState('');
   const [entrega, setEntrega] = useState('');
   const [outcome, setOutcome] = useState('');
+  const [entregaChecked, setEntregaChecked] = useState(false);
+  // The sandbox's webhooks: whether the shipment's events are to be delivered at all.
+  const hooks = useQuery({ queryKey: ['webhooks', 'test'], queryFn: () => api<WebhookRow[]>('GET', '/webhooks?modo=test') });
   const q = useQuery({
     queryKey: ['sandbox-guia', numeroGuia],
     queryFn: () => api<GuiaSandbox>('GET', `/sandbox/guias/${encodeURIComponent(numeroGuia)}`),
-    // The deliveries of a move arrive within a second or two: the page follows them.
-    refetchInterval: (query) => (query.state.data?.entregas.some((e) => e.estado === 'pendiente') ? 1_500 : 5_000),
+    // The deliveries of a move arrive within a second or two: the page follows them closely while
+    // one is pending or awaited, and at a walk otherwise.
+    refetchInterval: (query) => {
+      const g = query.state.data;
+      return g && (g.entregas.some((e) => e.estado === 'pendiente') || awaited(g, hooks.data ?? [])) ? 1_000 : 5_000;
+    },
   });
   const move = useMutation({
     mutationFn: (body: { evento: string; motivo?: string; fechaEntrega?: string }) =>
@@ -36,7 +43,8 @@ export function SandboxGuiaPage() {
     setOutcome('');
     if (evento === 'GUIA_DEVOLUCION') setAsking('GUIA_DEVOLUCION');
     else if (evento === 'GUIA_ENTREGADA') {
-      setEntrega(isoToGuatemalaInput(new Date()));
+      setEntrega(formatDateInput(new Date()));
+      setEntregaChecked(false);
       setAsking('GUIA_ENTREGADA');
     } else move.mutate({ evento });
   };
@@ -81,7 +89,7 @@ export function SandboxGuiaPage() {
             <ol className="history">
               {q.data.historial.map((h, i) => (
                 <li key={i}>
-                  <strong>{h.evento}</strong> → {h.estado} · {fecha(h.fecha)}
+                  <strong>{h.evento}</strong> → {h.estado} · {formatDateTime(h.fecha)}
                   {h.motivo ? ` · motivo: ${h.motivo}` : ''}
                 </li>
               ))}
@@ -89,12 +97,23 @@ export function SandboxGuiaPage() {
           </section>
           <section className="section" aria-labelledby={`${id}-ent`}>
             <h2 id={`${id}-ent`}>Entregas a sus webhooks de Sandbox</h2>
-            {q.data.entregas.length === 0 ? (
+            {q.data.entregas.length > 0 ? null : hooks.isPending ? (
+              <Loading what="las entregas" />
+            ) : hooks.isError ? (
+              <LoadError error={hooks.error} retry={() => void hooks.refetch()} />
+            ) : awaited(q.data, hooks.data) ? (
+              <p className="loading" role="status">
+                Esperando las entregas a sus webhooks de Sandbox: llegan en unos segundos…
+              </p>
+            ) : hooks.data.some((w) => w.activo) ? (
+              <p className="empty">Ninguna entrega todavía: sus webhooks de Sandbox activos recibirán los próximos eventos de esta guía a los que estén suscritos.</p>
+            ) : (
               <p className="empty">
                 Ninguna entrega todavía. {''}
                 <Link to="/webhooks?modo=test">Registre un webhook de Sandbox</Link> para recibir los eventos.
               </p>
-            ) : (
+            )}
+            {q.data.entregas.length > 0 && (
               <DataTable label="Entregas de la guía de prueba" columns={['Evento', 'Webhook', 'Estado', 'Intentos', 'Código', 'Fecha']}>
                 {q.data.entregas.map((d) => (
                   <tr key={d.id}>
@@ -126,17 +145,35 @@ export function SandboxGuiaPage() {
       <ConfirmDialog
         open={asking === 'GUIA_ENTREGADA'}
         title="GUIA_ENTREGADA: fecha de entrega"
-        onConfirm={() => move.mutate({ evento: 'GUIA_ENTREGADA', ...(guatemalaInputToIso(entrega) ? { fechaEntrega: guatemalaInputToIso(entrega) } : {}) })}
+        onConfirm={() => {
+          // Empty: the API takes now. Anything else must read as a date.
+          setEntregaChecked(true);
+          const at = parseDateInput(entrega);
+          if (entrega.trim() === '') move.mutate({ evento: 'GUIA_ENTREGADA' });
+          else if (at) move.mutate({ evento: 'GUIA_ENTREGADA', fechaEntrega: at.toISOString() });
+        }}
         onCancel={() => setAsking(null)}
         busy={move.isPending}
         error={move.error}
       >
-        <div className="field">
-          <label htmlFor={`${id}-fecha`}>Fecha de entrega</label>
-          <input id={`${id}-fecha`} type="datetime-local" value={entrega} onChange={(e) => setEntrega(e.target.value)} />
-          <p className="hint">Hora de Guatemala.</p>
-        </div>
+        <DateTimeField label="Fecha de entrega" value={entrega} onChange={setEntrega} showError={entregaChecked} />
       </ConfirmDialog>
     </Page>
   );
+}
+
+/** How long after an event the page keeps waiting for its first delivery (they come within seconds). */
+const AWAIT_MS = 5 * 60_000;
+
+/**
+ * Whether a delivery of the shipment is on its way though none is listed yet: an active sandbox
+ * webhook subscribed to one of its recent events (none listed: every event) existed when it happened.
+ */
+function awaited(g: GuiaSandbox, hooks: WebhookRow[]): boolean {
+  if (g.entregas.length > 0) return false;
+  return g.historial.some((h) => {
+    const at = new Date(h.fecha).getTime();
+    if (Date.now() - at > AWAIT_MS) return false;
+    return hooks.some((w) => w.activo && (w.eventos.length === 0 || w.eventos.includes(h.evento)) && new Date(w.createdAt).getTime() <= at);
+  });
 }

@@ -7,7 +7,7 @@ import { TokenPanel } from './TokenPanel';
 import { WebhookTable } from './WebhookTable';
 
 /** **Sucursales**: each branch with its token pair and its webhooks (live, as the branch's tokens are). */
-export function SucursalesPage() {
+export function BranchesPage() {
   const s = useSession();
   const q = useQuery({ queryKey: ['sucursales'], queryFn: () => api<Sucursal[]>('GET', '/sucursales') });
   return (
@@ -35,7 +35,7 @@ function Branch({ b, verificada }: { b: Sucursal; verificada: boolean }) {
       <h2 id={headingId}>{b.nombre}</h2>
       <h3>Tokens</h3>
       <TokenPanel path={`/sucursales/${b.id}/tokens`} generadosEn={b.tokensGeneradosEn} verificada={verificada} invalidate={['sucursales']} />
-      <CreateWebhook heading={<h3>Webhooks de la sucursal</h3>} path={`/sucursales/${b.id}/webhooks`} createdLabel="Webhook de la sucursal creado" invalidate={[['sucursales']]} />
+      <CreateWebhook heading={<h3>Webhooks de la sucursal</h3>} path={`/sucursales/${b.id}/webhooks`} modo="live" createdLabel="Webhook de la sucursal creado" invalidate={[['sucursales']]} />
       <WebhookTable rows={b.webhooks} modo="live" label={`Webhooks de ${b.nombre}`} />
     </section>
   );

@@ -1,12 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
 import { api, type Entrega } from '../api';
-import { ESTADO_ENTREGA, fecha } from '../format';
+import { ESTADO_ENTREGA, formatDateTime } from '../format';
 import { ActionButton, Alert, DataTable, LoadError, Loading, Page, Status } from '../ui';
 import { useModo } from './WebhooksPage';
 
 /** One delivery: every attempt with its reason, and **Reenviar**. */
-export function EntregaPage() {
+export function DeliveryPage() {
   const { id = '', entregaId = '' } = useParams();
   const [modo] = useModo();
   const queryClient = useQueryClient();
@@ -41,7 +41,7 @@ export function EntregaPage() {
               <span className={`badge badge-${q.data.estado}`}>{ESTADO_ENTREGA[q.data.estado]}</span>
             </dd>
             <dt>Creada</dt>
-            <dd>{fecha(q.data.createdAt)}</dd>
+            <dd>{formatDateTime(q.data.createdAt)}</dd>
             <dt>Id de la entrega (webhookId, X-Request-Id)</dt>
             <dd>
               <code>{q.data.id}</code>
@@ -67,7 +67,7 @@ export function EntregaPage() {
               {q.data.intentosDetalle.map((a) => (
                 <tr key={a.numero}>
                   <td>{a.numero}</td>
-                  <td>{fecha(a.fecha)}</td>
+                  <td>{formatDateTime(a.fecha)}</td>
                   <td>{a.statusCode}</td>
                   <td>{a.duracionMs} ms</td>
                   <td>{a.error ?? '—'}</td>

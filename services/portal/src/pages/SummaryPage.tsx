@@ -1,12 +1,13 @@
+import { useLayoutEffect, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { api, type DeliveryHour, type Resumen } from '../api';
-import { fecha, hora, numero } from '../format';
+import { formatDateTime, formatHour, formatNumber } from '../format';
 import { LoadError, Loading, Page } from '../ui';
 
 const PLAN: Record<string, string> = { APROBADA: 'Plan personalizado aprobado (no consume créditos)', PENDIENTE: 'Plan personalizado pendiente de aprobación', RECHAZADA: 'Plan personalizado rechazado' };
 
-export function ResumenPage() {
+export function SummaryPage() {
   const q = useQuery({ queryKey: ['resumen'], queryFn: () => api<Resumen>('GET', '/resumen'), refetchInterval: 30_000 });
   return (
     <Page title="Resumen">
@@ -15,13 +16,13 @@ export function ResumenPage() {
       ) : q.isError ? (
         <LoadError error={q.error} retry={() => void q.refetch()} />
       ) : (
-        <ResumenBody r={q.data} />
+        <SummaryBody r={q.data} />
       )}
     </Page>
   );
 }
 
-function ResumenBody({ r }: { r: Resumen }) {
+function SummaryBody({ r }: { r: Resumen }) {
   const e = r.empresa;
   const live = r.entregas.porHora.live;
   const test = r.entregas.porHora.test;
@@ -35,16 +36,16 @@ function ResumenBody({ r }: { r: Resumen }) {
           <p className={e.verificada ? 'ok' : 'warn'}>{e.verificada ? 'Empresa verificada' : 'Empresa no verificada: no puede generar tokens todavía'}</p>
           <p>{plan}</p>
           <p>
-            Créditos: <strong>{numero(e.creditos)}</strong>
+            Créditos: <strong>{formatNumber(e.creditos)}</strong>
           </p>
         </section>
         <section className="card" aria-labelledby="r-guias">
           <h2 id="r-guias">Guías de hoy</h2>
           <p>
-            <strong>{numero(e.guiasHoy)}</strong> de {numero(e.limiteDiario)} guías en producción
+            <strong>{formatNumber(e.guiasHoy)}</strong> de {formatNumber(e.limiteDiario)} guías en producción
           </p>
           <meter min={0} max={Math.max(1, e.limiteDiario)} value={e.guiasHoy} aria-label="Guías de hoy sobre el límite diario" />
-          <p className="muted">El límite se reinicia a medianoche de Guatemala: {fecha(r.reiniciaEn)}.</p>
+          <p className="muted">El límite se reinicia a medianoche de Guatemala: {formatDateTime(r.reiniciaEn)}.</p>
         </section>
         <section className="card" aria-labelledby="r-webhooks">
           <h2 id="r-webhooks">Webhooks activos</h2>
@@ -59,12 +60,12 @@ function ResumenBody({ r }: { r: Resumen }) {
       <section aria-labelledby="r-entregas" className="section">
         <h2 id="r-entregas">Entregas de las últimas 24 horas</h2>
         <p>
-          Producción: <strong>{numero(sum(live, 'exitosas'))}</strong> exitosas y <strong>{numero(sum(live, 'fallidas'))}</strong> fallidas;{' '}
-          <strong>{numero(r.entregas.pendientes.live)}</strong> pendientes ahora.
+          Producción: <strong>{formatNumber(sum(live, 'exitosas'))}</strong> exitosas y <strong>{formatNumber(sum(live, 'fallidas'))}</strong> fallidas;{' '}
+          <strong>{formatNumber(r.entregas.pendientes.live)}</strong> pendientes ahora.
         </p>
         <DeliveryChart hours={live} />
         <p>
-          Sandbox: {numero(sum(test, 'exitosas'))} exitosas, {numero(sum(test, 'fallidas'))} fallidas, {numero(r.entregas.pendientes.test)} pendientes ahora.
+          Sandbox: {formatNumber(sum(test, 'exitosas'))} exitosas, {formatNumber(sum(test, 'fallidas'))} fallidas, {formatNumber(r.entregas.pendientes.test)} pendientes ahora.
         </p>
       </section>
     </>
@@ -73,7 +74,18 @@ function ResumenBody({ r }: { r: Resumen }) {
 
 /** Hourly bars of successful and failed deliveries, in plain SVG, with the same numbers as a table. */
 function DeliveryChart({ hours }: { hours: DeliveryHour[] }) {
-  const W = 720;
+  // Drawn at the width it is shown (one unit a pixel), so its labels are never stretched or squeezed.
+  const figure = useRef<HTMLElement>(null);
+  const [W, setW] = useState(720);
+  useLayoutEffect(() => {
+    const el = figure.current;
+    if (!el) return;
+    const fit = () => setW(Math.max(240, Math.round(el.clientWidth)));
+    fit();
+    const watch = new ResizeObserver(fit);
+    watch.observe(el);
+    return () => watch.disconnect();
+  }, []);
   const H = 200;
   const pad = { l: 36, b: 28, t: 10, r: 8 };
   const max = Math.max(1, ...hours.map((h) => h.exitosas + h.fallidas));
@@ -81,7 +93,7 @@ function DeliveryChart({ hours }: { hours: DeliveryHour[] }) {
   const y = (v: number) => ((H - pad.t - pad.b) * v) / max;
   const total = hours.reduce((a, h) => a + h.exitosas + h.fallidas, 0);
   return (
-    <figure className="chart">
+    <figure className="chart" ref={figure}>
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby="chart-title chart-desc" preserveAspectRatio="none">
         <title id="chart-title">Entregas por hora en producción, últimas 24 horas</title>
         <desc id="chart-desc">
@@ -106,7 +118,7 @@ function DeliveryChart({ hours }: { hours: DeliveryHour[] }) {
               <rect x={x} width={w} y={H - pad.b - ok - bad} height={bad} className="bar-bad" />
               {i % 4 === 0 && (
                 <text x={x + w / 2} y={H - 8} className="tick" textAnchor="middle">
-                  {hora(h.hora)}
+                  {formatHour(h.hora)}
                 </text>
               )}
             </g>
@@ -130,7 +142,7 @@ function DeliveryChart({ hours }: { hours: DeliveryHour[] }) {
           <tbody>
             {hours.map((h) => (
               <tr key={h.hora}>
-                <th scope="row">{fecha(h.hora)}</th>
+                <th scope="row">{formatDateTime(h.hora)}</th>
                 <td>{h.exitosas}</td>
                 <td>{h.fallidas}</td>
               </tr>

@@ -1,9 +1,9 @@
 import type { Job } from 'bullmq';
 import type { DeliveryJob } from '@svc/contracts';
-import type { WebhookTarget } from '@svc/platform';
+import type { AttemptRecord, WebhookTarget } from '@svc/platform';
 import type { AttemptOutcome } from '@svc/webhook-sender';
-import type { AttemptRecord } from './delivery.repository';
-import type { DeferReason } from './webhook-slots.limiter';
+import type { DeferReason } from '../fair-share/webhook-slots.limiter';
+import type { RetryVerdict } from '../retry-policy/delivery-retry.policy';
 
 /**
  * The states of one attempt on its way through the pipeline (delivery.pipeline.ts):
@@ -44,11 +44,12 @@ export interface Ended {
   step: 'missing' | 'duplicate' | 'failure';
 }
 
-/** An attempt made: its outcome, when it ended, and its record. */
+/** An attempt made: its outcome, when it ended, what the retry policy says comes next, and its record. */
 export interface Sent extends Underway {
   stage: 'sent';
   outcome: AttemptOutcome;
   endedAt: number;
+  verdict: RetryVerdict;
   record: AttemptRecord;
 }
 

@@ -1,9 +1,10 @@
 import type { DeliveryJob } from '@svc/contracts';
+import { abandonDelivery } from '@svc/platform';
 import { isUnopened, type ReadTarget } from '../webhooks/webhook.repository';
-import { abandonDelivery, type DeliveryProgress } from './delivery.repository';
+import type { DeliveryProgress } from '../deliveries/delivery.repository';
 import type { DeliveryContext } from './delivery.context';
 import type { Ended, OwnJob, Ready } from './delivery.states';
-import { finished } from './settle.stage';
+import { reportFinished } from './delivery.report';
 
 /**
  * How long a first attempt reuses its webhook's url, secrets and state without reading them again:
@@ -41,12 +42,12 @@ export async function prepare(ctx: DeliveryContext, input: PrepareInput): Promis
     delivery.attempt === 1 ? cachedTarget(ctx, delivery.webhookId) : ctx.targets.submit(delivery.webhookId),
   ]);
   if (!progress || !target) {
-    ctx.logger.warn({ deliveryId: delivery.deliveryId, eventId: delivery.eventId, webhookId: delivery.webhookId }, 'delivery or webhook not found; dropped');
+    ctx.logger.warn({ deliveryId: delivery.deliveryId, eventId: delivery.eventId, webhook: delivery.webhookId }, 'delivery or webhook not found; dropped');
     return { stage: 'ended', step: 'missing' };
   }
   if (progress.estado !== 'pendiente' || progress.intentos !== delivery.attempt - 1) return { stage: 'ended', step: 'duplicate' };
   if (!target.active) {
-    if (await abandonDelivery(ctx.db, delivery.deliveryId)) finished(ctx, delivery, 'failure', { intentos: progress.intentos, reason: 'webhook inactive' });
+    if (await abandonDelivery(ctx.db, delivery.deliveryId)) reportFinished(ctx, delivery, 'failure', { intentos: progress.intentos, reason: 'webhook inactive' });
     return { stage: 'ended', step: 'failure' };
   }
   // Never signed with a wrong key: the job fails (logged with the reason), BullMQ and then the

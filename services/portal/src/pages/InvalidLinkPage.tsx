@@ -14,7 +14,7 @@ function Notice({ title, children }: { title: string; children: React.ReactNode 
 }
 
 /** A used or expired link, or a session that ended (portal.md). */
-export function EnlaceNoValidoPage() {
+export function InvalidLinkPage() {
   return (
     <Notice title="Enlace no válido">
       <p>El enlace para entrar al portal ya se usó o expiró, o su sesión terminó.</p>
@@ -23,7 +23,7 @@ export function EnlaceNoValidoPage() {
   );
 }
 
-export function SesionCerradaPage() {
+export function SignedOutPage() {
   return (
     <Notice title="Sesión cerrada">
       <p>Cerró su sesión del portal de integraciones.</p>

@@ -1,0 +1,132 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Modo, ShipmentEventJob } from '@svc/contracts';
+import type { Db, Transaction } from '../database';
+import { nextRemovalCursor, removalCandidates, type LastCandidate, type RemovalCursor } from '../removal-cursor';
+import { webhooksVersionOf } from './webhooks.table';
+
+/**
+ * The one writer of the event log (`outbox`): the gateway writes events with their change and marks
+ * them relayed; the dispatcher marks them fanned out and removes those done with. Reads stay with
+ * each service's own repository.
+ */
+
+/**
+ * An event about to be written: the job the relay will queue, less what its write adds
+ * (`committedAt` at commit, `webhooksVersion` read by its statement).
+ */
+export type NewEvent = Omit<ShipmentEventJob, 'committedAt' | 'webhooksVersion' | 'sequence' | 'mode'> & { sequence: number; mode: Modo };
+
+/** The job of a written event; the relay stamps `committedAt` once its transaction has committed. */
+export type PendingJob = Omit<ShipmentEventJob, 'committedAt'>;
+
+/** An event's outbox row: every writer of events goes through it. */
+function rowOf(e: NewEvent) {
+  return {
+    id: e.eventId,
+    empresa_id: e.empresaId,
+    sucursal_id: e.sucursalId,
+    evento: e.evento,
+    data: e.data,
+    request_id: e.requestId,
+    secuencia: e.sequence,
+    modo: e.mode,
+  };
+}
+
+// The columns `rowOf` fills, in its order, and their types for a statement that reads them from parameters.
+const INSERT_INTO = sql`insert into outbox (id, empresa_id, sucursal_id, evento, data, request_id, secuencia, modo)`;
+const AS_RECORD = sql`e(id uuid, empresa_id uuid, sucursal_id uuid, evento text, data jsonb, request_id text, secuencia int, modo text)`;
+
+/**
+ * The insert of `events` inside a statement that writes their change too (the creation): written
+ * only if the CTE `after` has rows, so a refused change writes no event. One event is written from
+ * plain parameters, several from one JSON array, so the statement's text does not depend on how
+ * many there are (it runs prepared).
+ */
+export function insertEventsSql(events: readonly NewEvent[], after: string): RawBuilder<unknown> {
+  const [only] = events;
+  if (events.length === 1 && only) {
+    const r = rowOf(only);
+    return sql`${INSERT_INTO}
+      select ${r.id}::uuid, ${r.empresa_id}::uuid, ${r.sucursal_id}::uuid, ${r.evento}::text, ${JSON.stringify(r.data)}::jsonb,
+        ${r.request_id}::text, ${r.secuencia}::int, ${r.modo}::text
+      from ${sql.table(after)}`;
+  }
+  return sql`${INSERT_INTO}
+    select e.* from jsonb_to_recordset(${JSON.stringify(events.map(rowOf))}::jsonb) as ${AS_RECORD}
+    where exists (select 1 from ${sql.table(after)})`;
+}
+
+/**
+ * Writes events in the caller's transaction (the one that makes the change); returns their jobs,
+ * each with its company's webhook count as this statement read it.
+ */
+export async function insertEvents(trx: Transaction, events: readonly NewEvent[]): Promise<PendingJob[]> {
+  if (events.length === 0) return [];
+  const rows = await trx
+    .insertInto('outbox')
+    .values(events.map((e) => ({ ...rowOf(e), data: JSON.stringify(e.data) })))
+    .returning(['id', webhooksVersionOf(sql.ref('outbox.empresa_id')).as('webhooks_version')])
+    .execute();
+  const versions = new Map(rows.map((r) => [r.id, Number(r.webhooks_version)]));
+  return events.map((e) => ({ ...e, webhooksVersion: versions.get(e.eventId) ?? 0 }));
+}
+
+/** Marks events relayed (queued for the dispatcher), the first time only. */
+export async function markSent(db: Db, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('outbox')
+    .set({ enviado_en: sql<Date>`now()` })
+    .where('id', '=', sql<string>`any(${sql.val(ids)}::uuid[])`)
+    .where('enviado_en', 'is', null)
+    .execute();
+}
+
+/**
+ * Marks the events fanned out (the first time only), as a fragment of the statement that records
+ * their deliveries. The row is found by its id alone: that statement runs on a generic plan
+ * (prepared, planned once per connection), and with `repartido_en is null` in the filter that plan
+ * also walked `outbox_sin_repartir_idx`, every event not yet fanned out, at each run.
+ */
+export function markFannedOut(eventIds: readonly string[]): RawBuilder<unknown> {
+  return sql`
+    update outbox set repartido_en = coalesce(repartido_en, now())
+    where id = any(${sql.val([...eventIds])}::uuid[])
+    returning id`;
+}
+
+/**
+ * Retention: looks at the next `limit` events after `after` created more than `retentionDays` ago,
+ * along `outbox_created_idx` (a keyset walk, as for deliveries), and removes those done with (their
+ * rows carry the deliveries' payloads): relayed, fanned out, and named by no delivery left
+ * (originals through the unique (evento_id, webhook_id) index, resends through
+ * `entregas_reenvio_evento_idx`). An event not yet fanned out is owed work and stays whatever its
+ * age, and so does one a pending delivery or a recent resend still sends. Rows another transaction
+ * holds are skipped. The candidates are materialized first, so the plan stays this walk with one
+ * index probe per event even when the statistics of `entregas` are stale after a large removal.
+ */
+export async function removeDeliveredEvents(
+  db: Db,
+  retentionDays: number,
+  after: RemovalCursor,
+  limit: number,
+): Promise<{ removed: number; seen: number; next: RemovalCursor }> {
+  const result = await sql<LastCandidate & { removed: string; seen: string }>`
+    with candidates as materialized (${removalCandidates('outbox', retentionDays, after, limit)}
+    ),
+    doomed as (
+      select o.id from outbox o join candidates c on c.id = o.id
+      where o.enviado_en is not null and o.repartido_en is not null
+        and not exists (select 1 from entregas e where e.evento_id = o.id and not e.es_reenvio)
+        and not exists (select 1 from entregas e where e.evento_id = o.id and e.es_reenvio)
+      for update of o skip locked
+    ),
+    gone as (delete from outbox o using doomed d where o.id = d.id returning 1),
+    last as (select created_at::text as at, id::text as id from candidates order by created_at desc, id desc limit 1)
+    select (select count(*) from gone) as removed, (select count(*) from candidates) as seen,
+           (select at from last) as last_at, (select id from last) as last_id
+  `.execute(db);
+  const row = result.rows[0]!;
+  return { removed: Number(row.removed), seen: Number(row.seen), next: nextRemovalCursor(row, after) };
+}
