@@ -44,7 +44,11 @@ ARG METRICS_PORT
 # dispatcher's garbage collection on its main thread alone. On node's command line (CMD), not in
 # NODE_OPTIONS, which refuses most V8 flags (--single-threaded-gc among them); overridable at run time.
 ARG NODE_FLAGS=""
+# METRICS_HOST: the metrics port on the container's interfaces, for Prometheus and the
+# orchestrator's probes on the containers' network (outside an image it stays on loopback; never
+# publish it).
 ENV NODE_ENV=production \
+    METRICS_HOST=0.0.0.0 \
     NODE_FLAGS=${NODE_FLAGS} \
     SVC_METRICS_PORT_VAR=${METRICS_PORT_VAR} \
     ${METRICS_PORT_VAR}=${METRICS_PORT}

@@ -22,6 +22,9 @@ const attemptResultsComplete: Exhaustive<AttemptResult, (typeof ATTEMPT_RESULTS)
 type AuthReason = Parameters<AuthEvents['failure']>[0];
 const AUTH_REASONS = ['missing', 'scheme', 'invalid', 'revoked'] as const satisfies readonly AuthReason[];
 const authReasonsComplete: Exhaustive<AuthReason, (typeof AUTH_REASONS)[number]> = true;
+type AdminAuthReason = Parameters<AuthEvents['adminFailure']>[0];
+const ADMIN_AUTH_REASONS = ['missing', 'scheme', 'malformed', 'wrong', 'limited'] as const satisfies readonly AdminAuthReason[];
+const adminAuthReasonsComplete: Exhaustive<AdminAuthReason, (typeof ADMIN_AUTH_REASONS)[number]> = true;
 const QUEUES = [JOBS.shipmentEvent.queue, JOBS.delivery.queue];
 
 interface PrometheusConfig {
@@ -45,6 +48,8 @@ const KNOWN_VALUES: Record<string, Record<string, readonly string[]>> = {
   svc_token_cache_lookups_total: { result: ['hit', 'miss'] },
   svc_shipment_refusals_total: { reason: ['daily_limit', 'credits'] },
   svc_auth_failures_total: { reason: AUTH_REASONS },
+  svc_admin_auth_failures_total: { reason: ADMIN_AUTH_REASONS },
+  svc_address_limit_refusals_total: { door: ['api', 'portal_session'] satisfies Parameters<AuthEvents['addressLimited']>[0][] },
   svc_outbox_events_relayed_total: { path: ['relay', 'sweep'] },
   svc_delivery_slots: { state: ['healthy', 'degraded'] satisfies SlotState[] },
   svc_delivery_waiting: { where: ['here', 'deferred'] },
@@ -130,7 +135,7 @@ describe('metric names used by alerts and the dashboard', () => {
     checkExpr(expr, { catalog, values: KNOWN_VALUES, templateLabels: labels });
 
   it('the catalogue holds both services, with the names issue 5 fixes', () => {
-    expect(attemptResultsComplete && authReasonsComplete).toBe(true);
+    expect(attemptResultsComplete && authReasonsComplete && adminAuthReasonsComplete).toBe(true);
     for (const name of [
       'svc_http_requests_total',
       'svc_http_request_duration_seconds',

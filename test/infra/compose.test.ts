@@ -475,7 +475,8 @@ describe('docker-compose.yml, hardened (issue 28)', () => {
   });
 
   it('the services start in production (the images\' NODE_ENV) with what compose passes', () => {
-    const strong = { ...REQUIRED, ADMIN_TOKEN: 'a'.repeat(40) };
+    // Strong: 40 characters of a random generator (one repeated character is refused, issue 42).
+    const strong = { ...REQUIRED, ADMIN_TOKEN: 'Qm9sZXRvLXNlY3JldG8tZGUtb3BlcmFkb3ItNDI0' };
     expect(loadGatewayConfig({ ...environment('gateway', strong), NODE_ENV: 'production' }).production).toBe(true);
     expect(loadDispatcherConfig({ ...environment('dispatcher', strong), NODE_ENV: 'production' }).production).toBe(true);
     // Left unset, the admin token closes the internal routes; a weak one stops the gateway.
@@ -572,7 +573,9 @@ describe.each(SERVICES)('Dockerfile, built for the %s', (svc) => {
     // The image carries no key (an operator passes SECRETS_KEY, which production requires), and no
     // secret at all: no ENV of the image names one.
     expect(Object.keys(env).filter((k) => /SECRET|PASSWORD|TOKEN/.test(k))).toEqual([]);
-    const withKey = { ...env, SECRETS_KEY: REQUIRED.SECRETS_KEY! };
+    // What an operator passes: the key, and for the gateway the operator's own port, which
+    // production requires (compose passes 3100, on the stack's network only).
+    const withKey = { ...env, SECRETS_KEY: REQUIRED.SECRETS_KEY!, ...(svc === 'gateway' ? { ADMIN_PORT: '3100' } : {}) };
     const config = svc === 'gateway' ? loadGatewayConfig(withKey) : loadDispatcherConfig(withKey);
     const ports = 'port' in config ? [config.port, config.metricsPort] : [config.metricsPort];
     expect(exposed.sort()).toEqual(ports.sort());

@@ -200,7 +200,7 @@ describe('scripts/image-build.sh (the images’ build, replayed without Docker)'
     const dbName = `svc_t_img_${randomBytes(5).toString('hex')}`;
     const databaseUrl = `${TEST_DATABASE_BASE}/${dbName}`;
     const prefix = uniquePrefix('image');
-    const [port, gatewayMetrics, dispatcherMetrics] = [await freePort(), await freePort(), await freePort()];
+    const [port, gatewayMetrics, dispatcherMetrics, adminPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     // NODE_ENV=production, as in the image: a SECRETS_KEY is required.
     const common = { DATABASE_URL: databaseUrl, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, DB_POOL_SIZE: '4', SECRETS_KEY: randomBytes(32).toString('base64') };
     const started: Started[] = [];
@@ -210,7 +210,8 @@ describe('scripts/image-build.sh (the images’ build, replayed without Docker)'
       const migrate = startNode(join(out, 'gateway'), 'dist/migrate.js', common);
       expect({ exit: await migrate.exit, log: migrate.lines.join('\n') }).toEqual({ exit: 0, log: expect.stringMatching(/migrations applied: \d{14}_foundation/) });
 
-      const gateway = startNode(join(out, 'gateway'), 'dist/main.js', { ...common, PORT: String(port), GATEWAY_METRICS_PORT: String(gatewayMetrics) });
+      // Production also requires the operator's own port for /internal/v1.
+      const gateway = startNode(join(out, 'gateway'), 'dist/main.js', { ...common, PORT: String(port), GATEWAY_METRICS_PORT: String(gatewayMetrics), ADMIN_PORT: String(adminPort) });
       started.push(gateway);
       const dispatcher = startNode(join(out, 'dispatcher'), 'dist/main.js', { ...common, DISPATCHER_METRICS_PORT: String(dispatcherMetrics) });
       started.push(dispatcher);

@@ -45,8 +45,9 @@ describe('a taken port names the variable to change', () => {
   const started = serviceStartEnv('port-taken');
 
   it.each([
-    ['dispatcher', 'DISPATCHER_METRICS_PORT', 'services/dispatcher/src/main.ts', {}, ''],
-    ['gateway', 'GATEWAY_METRICS_PORT', 'services/gateway/src/main.ts', {}, ''],
+    // The metrics ports listen on METRICS_HOST (127.0.0.1 unless set), which the message names.
+    ['dispatcher', 'DISPATCHER_METRICS_PORT', 'services/dispatcher/src/main.ts', {}, ' on 127.0.0.1'],
+    ['gateway', 'GATEWAY_METRICS_PORT', 'services/gateway/src/main.ts', {}, ' on 127.0.0.1'],
     ['gateway', 'PORT', 'services/gateway/src/main.ts', {}, ''],
     ['gateway', 'ADMIN_PORT', 'services/gateway/src/main.ts', { ADMIN_HOST: '127.0.0.1' }, ' on 127.0.0.1'],
   ] as const)('%s with %s taken exits 1 saying so', async (service, variable, entry, extra, where) => {

@@ -139,6 +139,12 @@ export interface CommonSettings {
    * pool (0: none). Default `DEFAULT_STATEMENT_TIMEOUT_MS`.
    */
   dbStatementTimeoutMs: number;
+  /**
+   * METRICS_HOST: the address the metrics port (`/metrics`, `/healthz`, `/readyz`) listens on.
+   * Default 127.0.0.1, this machine only; the images set 0.0.0.0, so that Prometheus and the
+   * orchestrator's probes reach it on the containers' network (never publish it).
+   */
+  metricsHost: string;
   /** LOG_LEVEL: pino level, one of `LOG_LEVELS`. Default `info`. */
   logLevel: string;
   /** DISPATCH_HOST_MAP: host names the webhook sender resolves without DNS, `name=address,...`. Default empty. */
@@ -246,17 +252,20 @@ function checkAllowCidrs(r: SettingsReader, value: string, production: boolean):
 }
 
 /**
- * A service's whole config: the common settings and those `readOwn` reads, every problem of both
- * reported at once (a thrown error naming `service`).
+ * A service's whole config: the common settings and those `readOwn` reads, then `checkAll`'s rules
+ * across them, every problem reported at once (a thrown error naming `service`).
  */
 export function loadSettings<Own extends object>(
   service: string,
   env: Env,
   readOwn: (r: SettingsReader, common: CommonSettings) => Own,
+  checkAll?: (r: SettingsReader, settings: CommonSettings & Own) => void,
 ): CommonSettings & Own {
   const r = new SettingsReader(env);
   const common = readCommonSettings(r);
   const settings = { ...common, ...readOwn(r, common) };
+  // Rules across settings (production's), once each one is read.
+  checkAll?.(r, settings);
   r.done(service);
   // The service's own reader may have added warnings after the common ones.
   settings.startWarnings = [...r.warnings];
@@ -265,7 +274,7 @@ export function loadSettings<Own extends object>(
 
 /** Reads and checks the common settings; problems go to `r`, reported by its `done()`. */
 export function readCommonSettings(r: SettingsReader): CommonSettings {
-  const production = r.optional('NODE_ENV') === 'production';
+  const production = isProduction(r.optional('NODE_ENV'));
   const settings: CommonSettings = {
     databaseUrl: r.url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc', ['postgres:', 'postgresql:']),
     redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
@@ -274,6 +283,7 @@ export function readCommonSettings(r: SettingsReader): CommonSettings {
     dbPoolSize: r.int('DB_POOL_SIZE', 20, 1, 1000),
     dbStatementTimeoutMs: r.int('DB_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 0, 3_600_000),
     logLevel: r.string('LOG_LEVEL', 'info'),
+    metricsHost: r.string('METRICS_HOST', '127.0.0.1'),
     dispatchHostMap: r.string('DISPATCH_HOST_MAP', ''),
     dispatchAllowCidrs: r.string('DISPATCH_ALLOW_CIDRS', ''),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 10_000, 1, 3_600_000),
@@ -282,10 +292,26 @@ export function readCommonSettings(r: SettingsReader): CommonSettings {
     startWarnings: r.warnings,
   };
   checkAllowCidrs(r, settings.dispatchAllowCidrs, production);
+  if (production) checkProductionCommon(r, settings);
+  r.check('METRICS_HOST', isIP(settings.metricsHost) !== 0, 'must be an IP address (127.0.0.1, 0.0.0.0, ::)');
   r.check('LOG_LEVEL', (LOG_LEVELS as readonly string[]).includes(settings.logLevel), `must be one of ${LOG_LEVELS.join(', ')}`);
   r.check('REDIS_PREFIX', /^[A-Za-z0-9_.:-]{1,64}$/.test(settings.redisPrefix), 'letters, digits, _ . : - (1-64)');
   if (settings.redisClusterNodes) settings.redisPrefix = `{${settings.redisPrefix}}`;
   return settings;
+}
+
+/** `production` in any case (`Production`, ` PRODUCTION `): a capital letter must not switch the refusals off. */
+export function isProduction(nodeEnv: string | undefined): boolean {
+  return nodeEnv?.trim().toLowerCase() === 'production';
+}
+
+/** What production refuses or warns of among the common settings (docs/operations.md, production checklist). */
+function checkProductionCommon(r: SettingsReader, settings: CommonSettings): void {
+  // No timeout lets one runaway statement hold a pool slot and Postgres's CPU for ever.
+  r.check('DB_STATEMENT_TIMEOUT_MS', settings.dbStatementTimeoutMs !== 0, 'must not be 0 (no timeout) with NODE_ENV=production');
+  if (settings.dispatchHostMap.trim() !== '') {
+    r.warn('DISPATCH_HOST_MAP', `DISPATCH_HOST_MAP=${settings.dispatchHostMap} pins webhook host names past DNS: for tests and staging, rarely for production`);
+  }
 }
 
 function readClusterNodes(r: SettingsReader): CommonSettings['redisClusterNodes'] {

@@ -160,3 +160,13 @@ export function parseCidrs(value: string): AllowList {
   }
   return list;
 }
+
+/**
+ * What the delivery log says of a host the sender will not send to: one whose address is refused,
+ * and, alike, one that has no address at all (`dns.resolver.ts`, `answersAsRefused`). It names
+ * neither the address nor its range, and the two read the same, so that PINGs cannot tell which
+ * internal names exist (`*.svc.cluster.local`, `*.internal`) from which resolve to private ranges.
+ */
+export function refusedHostMessage(host: string): string {
+  return `${host} resolves to a non-public address`;
+}

@@ -99,7 +99,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     // while its first checks were still running would raise its late error with no one to hear it.
     // Hence before the metrics port, whose failure (a taken port) stops everything built so far.
     await Promise.all([queues.eventsQueue, queues.deliveryQueue, workers.fanOut, workers.delivery].map((q) => q.waitUntilReady()));
-    const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: stores.commands }, undo, 'DISPATCHER_METRICS_PORT (dispatcher)');
+    const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: stores.commands }, undo, 'DISPATCHER_METRICS_PORT (dispatcher)', config.metricsHost);
     logger.info({ metricsPort, concurrency: config.concurrency, maxInFlight: config.maxInFlight, prefix: config.redisPrefix }, 'dispatcher started');
     return { metricsPort, metrics, reconciler, retention, stop };
   } catch (err) {

@@ -2,8 +2,11 @@ import express, { Router, type Express } from 'express';
 import { safeEqual } from './auth/token';
 import { adminOnly, authenticate } from './auth/auth.middleware';
 import { defaultRateHeaders, rateLimit } from './rate-limit/rate-limit.middleware';
+import { portalSessionLimit } from './rate-limit/portal-session.limit';
 import { jsonBody } from './http/body.middleware';
+import { noStore, strictTransport } from './http/cache-control.middleware';
 import { requestId } from './http/request-id.middleware';
+import { originFormOnly } from './http/origin-form.middleware';
 import { accessLog } from './http/access-log.middleware';
 import { errorMiddleware, notFound } from './http/error.middleware';
 import { mountCompanyRoutes } from './companies/company.routes';
@@ -35,6 +38,7 @@ function baseApp(deps: GatewayDeps): Express {
   app.set('query parser', 'simple');
   app.use(requestId);
   app.use(accessLog(deps.logger, deps.metrics));
+  app.use(originFormOnly);
   return app;
 }
 
@@ -53,8 +57,15 @@ function mountInternal(app: Express, deps: GatewayDeps): void {
   // The internal routes keep their guards on the mount: they are no hot path, and a refusal from
   // the guard is then written in the request's own tick (an error leaving a router is written a
   // turn later, which Node loses for a `PRI /path` request line; the parser fuzz sends one).
-  const guard = adminOnly({ token: deps.config.adminToken, compare: safeEqual, limiter: deps.adminAuthLimiter, logger: deps.logger });
-  app.use('/internal/v1', guard, jsonBody, internal);
+  const guard = adminOnly({
+    token: deps.config.adminToken,
+    compare: safeEqual,
+    limiter: deps.adminAuthLimiter,
+    clientAddress: deps.clientAddress,
+    events: deps.metrics.authEvents,
+    logger: deps.logger,
+  });
+  app.use('/internal/v1', noStore, guard, jsonBody, internal);
 }
 
 function finish(app: Express, deps: GatewayDeps): Express {
@@ -83,8 +94,9 @@ export function createApp(deps: GatewayDeps, options: { internal: boolean } = { 
 
   const api = Router(ROUTER_OPTIONS);
   api.use(
+    noStore,
     defaultRateHeaders(deps.rateLimiter.limit),
-    authenticate(deps.db, deps.tokenCache, deps.metrics.authEvents),
+    authenticate(deps.db, deps.tokenCache, deps.metrics.authEvents, { failures: deps.authFailureLimiter, clientAddress: deps.clientAddress }),
     rateLimit(deps.rateLimiter, deps.tokenCache, deps.metrics.authEvents, {
       rejected: () => deps.metrics.rateLimitRejections.inc(),
     }),
@@ -98,7 +110,11 @@ export function createApp(deps: GatewayDeps, options: { internal: boolean } = { 
   app.use('/api/v1', api);
 
   // The customer portal (docs/portal.md): its API, guarded by the session's cookie, then its built pages.
+  if (deps.config.portalBaseUrl?.startsWith('https://')) app.use('/portal', strictTransport);
+  // Session starts are limited per client address before the route looks the link up.
+  app.use('/portal/v1/sesion', noStore, portalSessionLimit(deps.portalSessionLimiter, deps.clientAddress, { limited: () => deps.metrics.authEvents.addressLimited('portal_session') }));
   const portalApi = Router(ROUTER_OPTIONS);
+  portalApi.use(noStore);
   mountPortalRoutes(portalApi, deps, deps.portalRateLimiter);
   portalApi.use(notFound);
   app.use('/portal/v1', portalApi);

@@ -5,6 +5,8 @@ import type { WebhookSender } from '@svc/webhook-sender';
 import type { GatewayConfig } from './config';
 import type { TokenCache } from './auth/token-cache';
 import type { AdminAuthLimiter } from './auth/admin-auth.limiter';
+import type { AuthFailureLimiter } from './auth/auth-failure.limiter';
+import type { ClientAddress } from './http/client-address';
 import type { RateLimiter } from './rate-limit/rate-limiter';
 import type { GatewayMetrics } from './observability/gateway-metrics';
 import type { OutboxRelay } from './outbox/outbox.relay';
@@ -24,6 +26,12 @@ export interface GatewayDeps {
   resendLimiter: RateLimiter;
   /** Failed admin authentications per client address. */
   adminAuthLimiter: AdminAuthLimiter;
+  /** Failed `/api/v1` authentications per client address, checked before a token lookup. */
+  authFailureLimiter: AuthFailureLimiter;
+  /** Portal session starts per client address. */
+  portalSessionLimiter: RateLimiter;
+  /** The client's address for every per-address limit: the peer's, or what a trusted proxy forwarded (TRUSTED_PROXIES). */
+  clientAddress: ClientAddress;
   outboxRelay: OutboxRelay;
   /** Queues the first attempts of resends (`reenviar`, `recuperar`) in batches. */
   resendRelay: ResendRelay;

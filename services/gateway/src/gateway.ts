@@ -22,7 +22,10 @@ import { answerClientErrors } from './http/client-error.handler';
 import { isUnavailableError } from './http/unavailable';
 import type { GatewayDeps } from './deps';
 import { TokenCache } from './auth/token-cache';
-import { AdminAuthLimiter } from './auth/admin-auth.limiter';
+import { AdminAuthLimiter, API_AUTH_FAILURES_PER_WINDOW, API_AUTH_WINDOW_MS } from './auth/admin-auth.limiter';
+import { AuthFailureLimiter } from './auth/auth-failure.limiter';
+import { clientAddressResolver } from './http/client-address';
+import { PORTAL_SESSIONS_PER_MINUTE } from './rate-limit/portal-session.limit';
 import { RateLimiter } from './rate-limit/rate-limiter';
 import { createGatewayMetrics } from './observability/gateway-metrics';
 import { createOutboxRelay, type OutboxRelayOptions } from './outbox/outbox.relay';
@@ -147,6 +150,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       portalRateLimiter: new RateLimiter(redis, config.redisPrefix, config.portalRateLimitPerMinute),
       resendLimiter: createResendLimiter(redis, config.redisPrefix),
       adminAuthLimiter: new AdminAuthLimiter(redis, config.redisPrefix),
+      authFailureLimiter: new AuthFailureLimiter(redis, config.redisPrefix, API_AUTH_FAILURES_PER_WINDOW, API_AUTH_WINDOW_MS, 'auth:failures'),
+      portalSessionLimiter: new RateLimiter(redis, config.redisPrefix, PORTAL_SESSIONS_PER_MINUTE, 60_000, 'portal:sesiones'),
+      clientAddress: clientAddressResolver(config.trustedProxies),
       // PORT, or the port the public listener took when PORT is 0 (known once it listens, before
       // any request can ask).
       publicPort: () => publicPort,
@@ -159,7 +165,14 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       clock,
     };
 
-    const { server: metricsServer, port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis }, undo, 'GATEWAY_METRICS_PORT (gateway)');
+    const { server: metricsServer, port: metricsPort } = await serveMetrics(
+      metrics.registry,
+      config.metricsPort,
+      { postgres: pool, redis },
+      undo,
+      'GATEWAY_METRICS_PORT (gateway)',
+      config.metricsHost,
+    );
 
     // The operator's door first: the public port never serves a moment without its 404 for it.
     const separateAdmin = config.adminPort !== undefined;

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { sql } from 'kysely';
-import { eventually } from '../../../test/support/eventually';
+import { READINESS_MAX_AGE_MS } from '@svc/platform';
+import { eventually, sleep } from '../../../test/support/eventually';
 import { parseExposition, sampleSum } from '../../../test/support/prometheus-text';
 import type { TcpProxy } from '../../../test/support/tcp-proxy';
 import { bearer, createCompany, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
@@ -117,6 +118,8 @@ describe('gateway /healthz, /metrics and /readyz on the metrics port', () => {
     // A server that accepts and never answers: the readiness check's own timeout decides.
     pgProxy.stall();
     try {
+      // The answer of the last probe serves for up to READINESS_MAX_AGE_MS: past it, a new probe.
+      await sleep(READINESS_MAX_AGE_MS);
       const started = Date.now();
       const res = await ready();
       expect(res.status).toBe(503);

@@ -1,96 +1,32 @@
 import type { RedisClient } from '@svc/platform';
+import { AuthFailureLimiter } from './auth-failure.limiter';
 
 /**
- * Failed admin authentications a client address may make per window before it is refused (429)
- * until the window ends. An operator mistypes a few times; a guesser needs millions: 10 a minute
- * leaves the first alone and holds the second to 14,400 guesses a day per address.
+ * Wrong admin tokens a client address may present per window before they are answered 429 until
+ * the window ends (and counted on `svc_admin_auth_failures_total`). An operator mistypes a few
+ * times; a guesser keeps going, which the 429s and the alert on the metric make plain.
  */
 export const ADMIN_AUTH_FAILURES_PER_WINDOW = 10;
 /** The window of that count, from an address's first failure. */
 export const ADMIN_AUTH_WINDOW_MS = 60_000;
 
 /**
- * Counts one failure (INCR, and the window's expiry on the first) and returns { failures in the
- * window, ms left in it }. KEYS[1] = the address's counter.
+ * Wrong admin tokens per client address. The right token is never counted nor checked against the
+ * count (`adminOnly`): one client's guesses, or many behind one address, cannot lock the operator
+ * out. The limit slows a guesser's answers to 401s and says so (429, the metric, the alert); what
+ * makes guessing hopeless is the token's length and entropy, which production enforces (config.ts).
  */
-const FAILURE = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return {n, ttl}
-`;
-
-/** { failures in the window (0 without one), ms left in it }. KEYS[1] = the address's counter. */
-const STANDING = `
-local n = tonumber(redis.call('GET', KEYS[1]) or '0')
-return {n, redis.call('PTTL', KEYS[1])}
-`;
-
-type Reply = [failures: number, ttlMs: number];
-type RedisWithScripts = RedisClient & {
-  svcAdminFailure(key: string, windowMs: number): Promise<Reply>;
-  svcAdminStanding(key: string): Promise<Reply>;
-};
-
-export interface AdminStanding {
-  /** The address has used up its failures in this window: refuse, whatever the token. */
-  held: boolean;
-  /** Failures in the window, this one included when it was one. */
-  failures: number;
-  /** Whole seconds until the window ends (at least 1). */
-  retryAfterSeconds: number;
+export class AdminAuthLimiter extends AuthFailureLimiter {
+  constructor(redis: RedisClient, prefix: string, limit = ADMIN_AUTH_FAILURES_PER_WINDOW, windowMs = ADMIN_AUTH_WINDOW_MS) {
+    super(redis, prefix, limit, windowMs, 'admin:auth');
+  }
 }
 
 /**
- * Failed authentications against `/internal/v1` per client address, in Redis so that every gateway
- * instance counts the same failures. The address is the TCP peer's: no `X-Forwarded-For` is
- * believed, so a client cannot choose its own.
- *
- * The token is compared first; then a wrong one is counted in one atomic step that also says
- * whether the window is used up, and a right one only reads the count. So at most `limit` wrong
- * guesses per window are ever answered 401 (concurrent ones included: each takes its own count), a
- * held address learns nothing (a right token gets the same 429), and right tokens, however many at
- * once, never use the window up.
+ * Failed authentications on `/api/v1` (well-formed tokens that match none) per client address and
+ * window, before any further lookup: past it, 429 until the window ends. As many as the contract's
+ * requests per token per minute: a client retrying a revoked token stays far below it, while a
+ * caller minting random tokens gets at most this many lookups a minute per address.
  */
-export class AdminAuthLimiter {
-  private readonly redis: RedisWithScripts;
-
-  constructor(
-    redis: RedisClient,
-    private readonly prefix: string,
-    readonly limit = ADMIN_AUTH_FAILURES_PER_WINDOW,
-    private readonly windowMs = ADMIN_AUTH_WINDOW_MS,
-  ) {
-    if (!('svcAdminFailure' in redis)) {
-      redis.defineCommand('svcAdminFailure', { numberOfKeys: 1, lua: FAILURE });
-      redis.defineCommand('svcAdminStanding', { numberOfKeys: 1, lua: STANDING });
-    }
-    this.redis = redis as RedisWithScripts;
-  }
-
-  key(address: string): string {
-    return `${this.prefix}:admin:auth:${address}`;
-  }
-
-  /** Counts a wrong token; held when it was one past the limit. */
-  async failed(address: string): Promise<AdminStanding> {
-    return this.standing(await this.redis.svcAdminFailure(this.key(address), this.windowMs), true);
-  }
-
-  /** Before a right token is let through: held when the window is already used up. */
-  async check(address: string): Promise<AdminStanding> {
-    return this.standing(await this.redis.svcAdminStanding(this.key(address)), false);
-  }
-
-  private standing([failures, ttlMs]: Reply, counted: boolean): AdminStanding {
-    return {
-      held: counted ? failures > this.limit : failures >= this.limit,
-      failures,
-      retryAfterSeconds: Math.max(1, Math.ceil((ttlMs > 0 ? ttlMs : this.windowMs) / 1000)),
-    };
-  }
-}
+export const API_AUTH_FAILURES_PER_WINDOW = 100;
+export const API_AUTH_WINDOW_MS = 60_000;

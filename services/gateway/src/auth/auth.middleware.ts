@@ -1,8 +1,10 @@
-import type { NextFunction, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import type { Logger } from '@svc/observability';
 import { AppError } from '@svc/contracts';
 import type { Db } from '@svc/platform';
-import type { AdminAuthLimiter, AdminStanding } from './admin-auth.limiter';
+import type { AdminAuthLimiter } from './admin-auth.limiter';
+import type { AuthFailureLimiter, FailureStanding } from './auth-failure.limiter';
+import type { ClientAddress } from '../http/client-address';
 import { ADMIN_TOKEN_CHARS } from '../config';
 import { hashToken, TOKEN_FORMAT } from './token';
 import type { TokenCache } from './token-cache';
@@ -19,8 +21,28 @@ export function bearerValue(header: string): string | undefined {
   return BEARER.exec(header)?.[1];
 }
 
-/** The contract's steps 1-7: bearer value → its format → SHA-256 → cache (60 s) → stored hashes. */
-export function authenticate(db: Db, cache: TokenCache, events: AuthEvents): RequestHandler {
+/** Past an address's limit of failed authentications: the same envelope as any rate limit. */
+function addressHeld(standing: FailureStanding, what: string): AppError {
+  return new AppError('RATE_LIMIT_EXCEEDED', `too many ${what} from this address; retry later`, {
+    'Retry-After': String(standing.retryAfterSeconds),
+  });
+}
+
+export interface AuthenticateOptions {
+  /** Failed authentications per client address, checked before a lookup the cache cannot answer. */
+  failures: AuthFailureLimiter;
+  clientAddress: ClientAddress;
+}
+
+/**
+ * The contract's steps 1-7: bearer value → its format → SHA-256 → cache (60 s) → stored hashes.
+ * A token the cache knows as valid costs nothing more. Any other well-formed one is first checked
+ * against its client address's failures (429 past the limit, before any lookup), and a token that
+ * matches none counts one more, so a caller minting random tokens gets a bounded number of
+ * Postgres lookups per address and minute, on every gateway alike (the count is in Redis).
+ */
+export function authenticate(db: Db, cache: TokenCache, events: AuthEvents, options: AuthenticateOptions): RequestHandler {
+  const { failures, clientAddress } = options;
   return async (req, _res, next) => {
     const header = req.headers.authorization;
     if (!header) {
@@ -39,17 +61,28 @@ export function authenticate(db: Db, cache: TokenCache, events: AuthEvents): Req
     }
     const hash = hashToken(value);
     let principal = cache.get(hash);
-    if (principal === undefined) {
-      events.cache('miss');
-      const epoch = cache.currentEpoch();
-      principal = (await findPrincipalByHash(db, hash)) ?? null;
-      cache.set(hash, principal, epoch);
-    } else {
+    if (principal) {
       events.cache('hit');
-    }
-    if (!principal) {
-      events.failure('invalid');
-      throw unauthorized('the token is invalid or unknown');
+    } else {
+      const address = clientAddress(req);
+      const standing = await failures.check(address);
+      if (standing.held) {
+        events.addressLimited('api');
+        throw addressHeld(standing, 'failed authentications');
+      }
+      if (principal === undefined) {
+        events.cache('miss');
+        const epoch = cache.currentEpoch();
+        principal = (await findPrincipalByHash(db, hash)) ?? null;
+        cache.set(hash, principal, epoch);
+      } else {
+        events.cache('hit');
+      }
+      if (!principal) {
+        events.failure('invalid');
+        await failures.failed(address);
+        throw unauthorized('the token is invalid or unknown');
+      }
     }
     req.principal = principal;
     next();
@@ -62,47 +95,53 @@ export interface AdminGuardOptions {
   /** A constant-time comparison. */
   compare: (a: string, b: string) => boolean;
   limiter: AdminAuthLimiter;
+  clientAddress: ClientAddress;
+  events: Pick<AuthEvents, 'adminFailure'>;
   logger: Logger;
 }
 
 /**
  * The internal routes' guard: `Bearer <ADMIN_TOKEN>`, compared in constant time; unset = closed.
- * Wrong tokens are counted per client address (AdminAuthLimiter): past the limit, 429 until the
- * window ends, whatever the token, so a guesser learns nothing more. What cannot be the token (no
- * header, another scheme, characters no ADMIN_TOKEN has) is refused at once, uncounted: it is no
- * guess, and a refusal written in the request's own tick reaches even a request line Node drops the
- * socket after (a `PRI` line, which the parser fuzz sends). Every failure is logged at warn level
- * with the client's address, never the value.
+ * The right token always passes, uncounted and without asking Redis: nobody's failures, however
+ * many or from wherever, refuse it. A wrong one is counted per client address (AdminAuthLimiter):
+ * past the limit it is answered 429 until the window ends, and every one is counted on the metric
+ * that the AdminTokenGuessing alert watches. What cannot be the token (no header, another scheme,
+ * characters no ADMIN_TOKEN has) is refused at once, uncounted: it is no guess, and a refusal
+ * written in the request's own tick reaches even a request line Node drops the socket after (a
+ * `PRI` line, which the parser fuzz sends). Every failure is logged at warn level with the client's
+ * address, never the value.
  */
 export function adminOnly(options: AdminGuardOptions): RequestHandler {
-  const { token, compare, limiter, logger } = options;
-  const held = (standing: AdminStanding, counted: boolean, where: Record<string, unknown>): AppError => {
-    // Once per window: the guess that used it up says the address is held; the rest would repeat it.
-    if (counted && standing.failures === limiter.limit + 1) logger.warn({ ...where, limit: limiter.limit }, 'admin authentication limited');
-    return new AppError('RATE_LIMIT_EXCEEDED', 'too many failed admin authentications from this address; retry later', {
-      'Retry-After': String(standing.retryAfterSeconds),
-    });
-  };
-  const guess = async (right: boolean, where: { address: string }, next: NextFunction): Promise<void> => {
-    const standing = right ? await limiter.check(where.address) : await limiter.failed(where.address);
-    if (standing.held) throw held(standing, !right, where);
-    if (!right) {
-      logger.warn({ ...where, reason: 'wrong', failures: standing.failures }, 'admin authentication failed');
-      throw unauthorized('a valid admin token is required');
+  const { token, compare, limiter, clientAddress, events, logger } = options;
+  const wrong = async (where: { address: string }): Promise<never> => {
+    const standing = await limiter.failed(where.address);
+    if (standing.held) {
+      events.adminFailure('limited');
+      // Once per window: the guess that used it up says the address is held; the rest would repeat it.
+      if (standing.failures === limiter.limit + 1) logger.warn({ ...where, limit: limiter.limit }, 'admin authentication limited');
+      throw addressHeld(standing, 'failed admin authentications');
     }
-    next();
+    events.adminFailure('wrong');
+    logger.warn({ ...where, reason: 'wrong', failures: standing.failures }, 'admin authentication failed');
+    throw unauthorized('a valid admin token is required');
   };
   // Not an async function: the refusals that need no Redis are thrown in the request's own tick.
   return (req, _res, next) => {
     // Closed: nothing to guess, nothing to count (each start already warns that it is unset).
     if (!token) throw unauthorized('a valid admin token is required');
-    const where = { address: req.socket.remoteAddress ?? 'unknown', requestId: req.requestId, method: req.method, path: req.path };
     const header = req.headers.authorization;
     const value = header === undefined ? undefined : bearerValue(header);
+    if (value !== undefined && ADMIN_TOKEN_CHARS.test(value) && compare(value, token)) {
+      next();
+      return;
+    }
+    const where = { address: clientAddress(req), requestId: req.requestId, method: req.method, path: req.path };
     if (value === undefined || !ADMIN_TOKEN_CHARS.test(value)) {
-      logger.warn({ ...where, reason: header === undefined ? 'missing' : value === undefined ? 'scheme' : 'malformed' }, 'admin authentication failed');
+      const reason = header === undefined ? 'missing' : value === undefined ? 'scheme' : 'malformed';
+      events.adminFailure(reason);
+      logger.warn({ ...where, reason }, 'admin authentication failed');
       throw unauthorized('a valid admin token is required');
     }
-    return guess(compare(value, token), where, next);
+    return wrong(where);
   };
 }

@@ -124,6 +124,21 @@ export class TokenCache {
     this.onInvalidate(JSON.stringify(hashes));
   }
 
+  /**
+   * Called after the change is committed: lifts the revocation marks of hashes that work again (a
+   * branch's tokens once branches are enabled again) and tells every instance to drop what it
+   * cached of them, a failed lookup included.
+   */
+  async restore(hashes: string[]): Promise<void> {
+    if (hashes.length === 0) return;
+    const multi = this.redis.multi();
+    for (const h of hashes) multi.del(this.revokedKey(h));
+    if (this.sharded) multi.spublish(this.channel, JSON.stringify(hashes));
+    else multi.publish(this.channel, JSON.stringify(hashes));
+    await multi.exec();
+    this.onInvalidate(JSON.stringify(hashes));
+  }
+
   private onInvalidate(message: string): void {
     this.epoch++;
     try {

@@ -2,7 +2,11 @@ import type { Db, Transaction } from '@svc/platform';
 import type { Modo } from '@svc/contracts';
 import type { Principal } from './principal';
 
-/** Looks a token hash up among the stored hashes of companies and branches. */
+/**
+ * Looks a token hash up among the stored hashes of companies and branches. A branch's token is
+ * found only while its company has branches enabled: disabling them stops it at once, enabling
+ * them again brings it back (the tokens themselves are kept; see `followBranchSetting`).
+ */
 export async function findPrincipalByHash(db: Db, hash: string): Promise<Principal | undefined> {
   const row = await db
     .selectFrom('tokens as t')
@@ -18,6 +22,7 @@ export async function findPrincipalByHash(db: Db, hash: string): Promise<Princip
       's.nombre as sucursalNombre',
     ])
     .where('t.hash', '=', hash)
+    .where((eb) => eb.or([eb('t.sucursal_id', 'is', null), eb('e.sucursales_habilitadas', '=', true)]))
     .executeTakeFirst();
   if (!row) return undefined;
   return {
@@ -53,6 +58,12 @@ export async function replaceTokens(
 /** Every token hash of a company and its branches (to drop them from caches when it changes). */
 export async function hashesOfCompany(db: Db, empresaId: string): Promise<string[]> {
   const rows = await db.selectFrom('tokens').select('hash').where('empresa_id', '=', empresaId).execute();
+  return rows.map((r) => r.hash);
+}
+
+/** The token hashes of a company's branches (not the company's own pair). */
+export async function hashesOfBranches(db: Db, empresaId: string): Promise<string[]> {
+  const rows = await db.selectFrom('tokens').select('hash').where('empresa_id', '=', empresaId).where('sucursal_id', 'is not', null).execute();
   return rows.map((r) => r.hash);
 }
 

@@ -2,7 +2,8 @@ import { AppError, isUuid, MAX_CREDITOS, type Empresa, type EmpresaFields, type 
 import type { Db } from '@svc/platform';
 import type { GatewayDeps } from '../deps';
 import { generateToken, hashToken } from '../auth/token';
-import { hashesOfCompany, replaceTokens } from '../auth/token.repository';
+import { replaceTokens } from '../auth/token.repository';
+import { refreshCompanyTokens, suspendBranchTokens } from '../auth/branch-tokens';
 import type { TokenCache } from '../auth/token-cache';
 import { recordActivity, type ActivityDetail } from '../activity/activity.repository';
 import { addCredits, findBranch, findCompany, insertBranch, insertCompany, lockCompany, updateCompany } from './company.repository';
@@ -72,11 +73,12 @@ export async function patchCompany(
   const empresa = await deps.db.transaction().execute(async (trx) => {
     const updated = await updateCompany(trx, current.id, fields);
     if (updated) await recordActivity(trx, { empresaId: updated.id, usuario, accion: 'company.changed', detalle: fieldsDetail(fields) });
+    if (updated && fields.sucursalesHabilitadas === false) await suspendBranchTokens(trx, deps.tokenCache, updated.id);
     return updated;
   });
   if (!empresa) throw new AppError('NOT_FOUND', 'no such company');
   // Cached principals carry the company's name and branch setting: drop them everywhere.
-  await deps.tokenCache.invalidate(await hashesOfCompany(deps.db, empresa.id), { revoke: false });
+  await refreshCompanyTokens(deps.db, deps.tokenCache, empresa.id, fields.sucursalesHabilitadas);
   return empresa;
 }
 

@@ -39,12 +39,18 @@ export interface AttemptLog {
  * deactivated) has no `intentos` (1 to 3) nor `ultimoIntentoEn` to show, as the list's
  * `ultimoDelivery` has no outcome for it.
  */
-export async function latestDeliveries(db: Db, webhookId: string, limit: number): Promise<Delivery[]> {
-  const rows = await db
+export async function latestDeliveries(db: Db, webhookId: string, limit: number, reader: LogReader = 'all'): Promise<Delivery[]> {
+  let q = db
     .selectFrom('entregas')
     .select(['id', 'evento', 'exitoso', 'status_code', 'intentos', 'ultimo_intento_en', 'created_at'])
     .where('webhook_id', '=', webhookId)
-    .where('ultimo_intento_en', 'is not', null)
+    .where('ultimo_intento_en', 'is not', null);
+  // The delivery log's branch rule (LogReader): the detail shows no more than the log does.
+  if (reader !== 'all') {
+    const { branchId } = reader;
+    q = q.where((eb) => ofBranchEvents(eb, branchId));
+  }
+  const rows = await q
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(limit)
@@ -62,15 +68,21 @@ export interface LastAttempt {
  * The latest delivery that has been attempted, per webhook (the list's `ultimoDelivery`). A
  * delivery still waiting for its first attempt has no outcome to show yet, so it is skipped.
  */
-export async function lastAttemptPerWebhook(db: Db, webhookIds: readonly string[]): Promise<Map<string, LastAttempt>> {
+export async function lastAttemptPerWebhook(db: Db, webhookIds: readonly string[], readerBranchId: string | null = null): Promise<Map<string, LastAttempt>> {
   if (webhookIds.length === 0) return new Map();
+  // A branch reading a company webhook sees only its own events' deliveries, as in the log.
+  const branchRule =
+    readerBranchId === null
+      ? sql``
+      : sql`and (wh.sucursal_id is not null or exists (select 1 from outbox o where o.id = e.evento_id and o.sucursal_id = ${readerBranchId}::uuid))`;
   const result = await sql<{ webhook_id: string; exitoso: boolean; status_code: number; ultimo_intento_en: Date }>`
     select w.id as webhook_id, d.exitoso, d.status_code, d.ultimo_intento_en
     from unnest(${sql.val([...webhookIds])}::uuid[]) as w(id)
+    join webhooks wh on wh.id = w.id
     cross join lateral (
       select e.exitoso, e.status_code, e.ultimo_intento_en
       from entregas e
-      where e.webhook_id = w.id and e.ultimo_intento_en is not null
+      where e.webhook_id = w.id and e.ultimo_intento_en is not null ${branchRule}
       order by e.created_at desc, e.id desc
       limit 1
     ) d

@@ -12,6 +12,8 @@ export function createGatewayMetrics(outboxStats?: () => Promise<{ pending: numb
   const rateLimitRejections = m.counter('svc_rate_limit_rejections_total', 'Requests refused with 429 RATE_LIMIT_EXCEEDED');
   const quotaRefusals = m.counter('svc_shipment_refusals_total', 'Shipment creations refused by the daily limit or the credits', ['reason']);
   const authFailures = m.counter('svc_auth_failures_total', 'Requests refused with 401 AUTH_REQUIRED, by reason', ['reason']);
+  const adminAuthFailures = m.counter('svc_admin_auth_failures_total', 'Requests to /internal/v1 refused for their admin token, by reason (wrong, limited: past the address limit, missing, scheme, malformed)', ['reason']);
+  const addressLimited = m.counter('svc_address_limit_refusals_total', 'Requests refused with 429 by a per-client-address limit, by door (api: failed authentications, portal_session)', ['door']);
   const tokenCache = m.counter('svc_token_cache_lookups_total', 'Token cache lookups, by result (hit or miss)', ['result']);
   const outboxWritten = m.counter('svc_outbox_events_written_total', 'Shipment events written to the outbox', ['evento']);
   const outboxRelayed = m.counter('svc_outbox_events_relayed_total', 'Outbox events added to the queue, by path (relay or sweep)', ['path']);
@@ -42,6 +44,8 @@ export function createGatewayMetrics(outboxStats?: () => Promise<{ pending: numb
   const authEvents: AuthEvents = {
     failure: (reason) => authFailures.inc({ reason }),
     cache: (result) => tokenCache.inc({ result }),
+    adminFailure: (reason) => adminAuthFailures.inc({ reason }),
+    addressLimited: (door) => addressLimited.inc({ door }),
   };
 
   return {
@@ -51,6 +55,8 @@ export function createGatewayMetrics(outboxStats?: () => Promise<{ pending: numb
     rateLimitRejections,
     quotaRefusals,
     authFailures,
+    adminAuthFailures,
+    addressLimited,
     tokenCache,
     outboxWritten,
     outboxRelayed,

@@ -1,8 +1,11 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '@svc/contracts';
+import type { Db } from '@svc/platform';
 import type { GatewayDeps } from '../deps';
+import { hashToken } from '../auth/token';
 import type { RateLimiter } from '../rate-limit/rate-limiter';
-import { CSRF_HEADER, csrfMatches, PORTAL_ABSOLUTE_MS, PORTAL_PATH, requirePortalSession, SESSION_COOKIE } from './portal-session.service';
+import { CSRF_HEADER, csrfMatches, PORTAL_ABSOLUTE_MS, PORTAL_IDLE_MS, PORTAL_PATH, requirePortalSession, SESSION_COOKIE } from './portal-session.service';
+import { endSession, touchSession } from './portal-session.repository';
 
 /** The session a portal request runs under: every portal handler reads the company and `usuario` here. */
 export interface PortalSession {
@@ -31,17 +34,22 @@ export function sessionOf(req: Request): PortalSession {
   return s;
 }
 
-/** One cookie's value from the `Cookie` header. */
+/**
+ * One cookie's value from the `Cookie` header; of several with that name, the last. A browser
+ * sends cookies of longer paths first and, among equal paths, the older first: the last is the
+ * one this portal set most recently, never one planted with a narrower path to be read first.
+ */
 export function cookieValue(header: string | undefined, name: string): string | undefined {
   if (header === undefined) return undefined;
+  let found: string | undefined;
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === name) {
       const value = part.slice(eq + 1).trim();
-      return /^[A-Za-z0-9_-]{1,100}$/.test(value) ? value : undefined;
+      found = /^[A-Za-z0-9_-]{1,100}$/.test(value) ? value : undefined;
     }
   }
-  return undefined;
+  return found;
 }
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -57,6 +65,17 @@ function cookie(req: Request, value: string, maxAgeSeconds: number): string {
   const attrs = [`${SESSION_COOKIE}=${value}`, `Path=${PORTAL_PATH}`, `Max-Age=${maxAgeSeconds}`, 'HttpOnly', 'SameSite=Strict'];
   if (!isPlainLocalhost(req)) attrs.push('Secure');
   return attrs.join('; ');
+}
+
+/**
+ * When a browser redeems a new link, the session its cookie still names ends (one browser, one
+ * session): the new cookie replaces the old, and the old session must not stay open unseen.
+ */
+export async function endBrowserSession(db: Db, req: Request, now: Date): Promise<void> {
+  const secret = cookieValue(req.headers.cookie, SESSION_COOKIE);
+  if (secret === undefined) return;
+  const previous = await touchSession(db, hashToken(secret), now, PORTAL_IDLE_MS);
+  if (previous) await endSession(db, previous.id, now);
 }
 
 export function setSessionCookie(req: Request, res: Response, secret: string): void {

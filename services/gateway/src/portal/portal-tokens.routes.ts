@@ -3,7 +3,7 @@ import type { GatewayDeps } from '../deps';
 import { route } from '../http/route-table';
 import { sendData } from '../http/send-json';
 import { tokenPairGeneratedAt } from '../auth/token.repository';
-import { deleteTokens, issueTokens, requireCompany, type TokenOwner } from '../companies/company.service';
+import { deleteTokens, issueTokens, requireBranch, requireCompany, type TokenOwner } from '../companies/company.service';
 import { portalCaller } from './portal-caller';
 import { requirePortalBranch } from './portal-branches.routes';
 
@@ -40,6 +40,11 @@ export function mountPortalTokenRoutes(router: Router, deps: GatewayDeps): void 
     delete: remove(company),
   });
 
-  // The branch's rule (branches enabled, the branch the company's) is checked before the pair's.
-  route(router, '/sucursales/:sid/tokens', { post: issue(branch), delete: remove(branch) });
+  // Whatever the branch setting: the head account can always stop a branch's tokens.
+  const anyBranch = async (req: Request): Promise<TokenOwner> => {
+    const b = await requireBranch(deps.db, portalCaller(req).empresaId, String(req.params.sid));
+    return { empresaId: b.empresa_id, sucursalId: b.id };
+  };
+  // To issue, the branch's rule (branches enabled, the branch the company's) is checked before the pair's.
+  route(router, '/sucursales/:sid/tokens', { post: issue(branch), delete: remove(anyBranch) });
 }

@@ -6,7 +6,7 @@ import { route } from '../http/route-table';
 import { sendData } from '../http/send-json';
 import type { RateLimiter } from '../rate-limit/rate-limiter';
 import { requireCompany } from '../companies/company.service';
-import { clearSessionCookie, portalSession, sessionOf, setSessionCookie } from './portal-session.middleware';
+import { clearSessionCookie, endBrowserSession, portalSession, sessionOf, setSessionCookie } from './portal-session.middleware';
 import { csrfTokenOf, PORTAL_IDLE_MS, startPortalSession } from './portal-session.service';
 import { endSession } from './portal-session.repository';
 import { mountPortalSummaryRoutes } from './portal-summary.routes';
@@ -32,6 +32,7 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
       async (req, res) => {
         const { enlace } = validatePortalSessionRequest(req.body);
         const { session, secret } = await startPortalSession(deps.db, enlace, deps.clock.now());
+        await endBrowserSession(deps.db, req, deps.clock.now());
         setSessionCookie(req, res, secret);
         const empresa = await requireCompany(deps.db, session.empresaId);
         sendData(res, 201, sessionView(empresa, { ...session, secret }));

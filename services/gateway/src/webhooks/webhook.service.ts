@@ -136,6 +136,7 @@ export async function listWebhooks(deps: Deps, scope: CompanyScope) {
   const last = await lastAttemptPerWebhook(
     deps.db,
     webhooks.map((w) => w.id),
+    scope.sucursalId,
   );
   return webhooks.map((w) => ({
     id: w.id,
@@ -156,7 +157,9 @@ export async function requireWebhook(db: Db, scope: CompanyScope, id: string): P
 
 export async function webhookDetail(deps: Deps, scope: CompanyScope, id: string) {
   const w = await requireWebhook(deps.db, scope, id);
-  const deliveries = await latestDeliveries(deps.db, w.id, DETAIL_DELIVERIES);
+  // The delivery log's branch rule: a branch reading a company webhook sees its own events' deliveries only.
+  const reader = scope.sucursalId !== null && w.sucursal_id === null ? { branchId: scope.sucursalId } : 'all';
+  const deliveries = await latestDeliveries(deps.db, w.id, DETAIL_DELIVERIES, reader);
   return { ...presentUpdated(w), entregas: deliveries.map(presentDelivery) };
 }
 
