@@ -162,10 +162,8 @@ export function parseCidrs(value: string): AllowList {
 }
 
 /**
- * What the delivery log says of a host the sender will not send to: one whose address is refused,
- * and, alike, one that has no address at all (`dns.resolver.ts`, `answersAsRefused`). It names
- * neither the address nor its range, and the two read the same, so that PINGs cannot tell which
- * internal names exist (`*.svc.cluster.local`, `*.internal`) from which resolve to private ranges.
+ * What the delivery log says of a host whose address is refused. It names neither the address nor
+ * its range, so a tenant cannot map the private network through its PINGs.
  */
 export function refusedHostMessage(host: string): string {
   return `${host} resolves to a non-public address`;

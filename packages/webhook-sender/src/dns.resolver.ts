@@ -57,21 +57,6 @@ export class NameResolutionError extends Error {
   }
 }
 
-/**
- * The DNS codes that say a name has no address (NXDOMAIN, or no A/AAAA record). An attempt that
- * ends so is recorded as a refused address would be (`address.guard.ts`, `refusedHostMessage`):
- * told apart, "no such name" against "non-public address" would map which internal names exist.
- * The name servers' own failures (ESERVFAIL, ETIMEOUT, ...) keep their reasons: they say nothing
- * of a name.
- */
-export const NO_ADDRESS_CODES: readonly string[] = ['ENOTFOUND', 'ENODATA', 'EAI_NONAME'];
-
-/** Whether a failed lookup reads, in the delivery log, as a refused address (see NO_ADDRESS_CODES). */
-export function answersAsRefused(err: { code?: unknown; dnsCode?: unknown }): boolean {
-  const code = err.code === NAME_UNRESOLVED_CODE ? err.dnsCode : err.code;
-  return typeof code === 'string' && NO_ADDRESS_CODES.includes(code);
-}
-
 /** RFC 6761: `localhost` and its subdomains are always loopback, whatever a name server says. */
 const LOOPBACK: readonly ResolvedAddress[] = [
   { address: '127.0.0.1', family: 4 },

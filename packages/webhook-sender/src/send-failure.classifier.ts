@@ -1,6 +1,5 @@
 import type { AttemptErrorClass } from '@svc/contracts';
-import { refusedHostMessage } from './address.guard';
-import { answersAsRefused, NAME_UNRESOLVED_CODE } from './dns.resolver';
+import { NAME_UNRESOLVED_CODE } from './dns.resolver';
 import { BLOCKED_CODE } from './guarded-lookup';
 
 /** How much of a reason is kept. */
@@ -55,9 +54,7 @@ export function failureOf(err: unknown, host: string): { error: AttemptErrorClas
   const code = typeof e?.code === 'string' ? e.code : '';
   const text = e?.message ?? String(err);
   if (code === BLOCKED_CODE) return { error: 'BLOCKED_ADDRESS', message: clip(text) };
-  // A name without an address reads as a refused one (NO_ADDRESS_CODES); the resolver's other
-  // errors already say `cannot resolve <host>: <reason>`.
-  if (e !== undefined && answersAsRefused(e)) return { error: 'BLOCKED_ADDRESS', message: clip(refusedHostMessage(host)) };
+  // The resolver's own errors already say `cannot resolve <host>: <reason>`.
   if (code === NAME_UNRESOLVED_CODE) return { error: 'DNS', message: clip(text) };
   if (DNS_CODES.includes(code) || e?.syscall === 'getaddrinfo') {
     return { error: 'DNS', message: clip(`cannot resolve ${host}: ${code || text}`) };

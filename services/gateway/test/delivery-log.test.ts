@@ -104,8 +104,7 @@ describe('the delivery log (GET /api/v1/webhooks/{id}/entregas[/{entregaId}])', 
 
   it.each([
     ['CONNECTION', 'https://receiver.test:9/nobody', /ECONNREFUSED/],
-    // An unknown name reads as a refused address does, so PINGs cannot map internal names (issue 42, L3).
-    ['BLOCKED_ADDRESS', 'https://nowhere.invalid/hook', /^nowhere\.invalid resolves to a non-public address$/],
+    ['DNS', 'https://nowhere.invalid/hook', /^cannot resolve nowhere\.invalid: /],
   ])('records a PING as a delivery with one attempt and its reason (%s)', async (error, url, mensaje) => {
     const dead = await fx.gw.http.post('/api/v1/webhooks').set('Authorization', bearer(c.live)).send({ url });
     const id = dead.body.data.id as string;
