@@ -51,6 +51,8 @@ describe('production refuses unsafe settings at start; development says so', () 
   const strongAdmin = randomBytes(32).toString('base64url'); // 43 characters
   /** What else production requires of the gateway: the operator's own port and an https portal. */
   const door = { ADMIN_PORT: '0', PORTAL_BASE_URL: 'https://portal.courier.example' };
+  /** Resolvers that see only public names (never asked here: nothing is delivered). */
+  const publicDns = { DISPATCH_DNS_SERVERS: '192.0.2.53,[2001:db8::53]:53' };
 
   it('the gateway refuses an ADMIN_TOKEN under 32 characters, a missing SECRETS_KEY and DISPATCH_ALLOW_CIDRS, all in one start (exit 2)', async () => {
     const weak = 'change-me-please-0123456789abcd'; // 31 characters
@@ -98,7 +100,7 @@ describe('production refuses unsafe settings at start; development says so', () 
   }, 30_000);
 
   it('production with safe settings starts (and stops on SIGTERM), warning of nothing', async () => {
-    const { code, output } = await run('gateway', { ...started.env(), NODE_ENV: 'production', ...door, ADMIN_TOKEN: strongAdmin, SECRETS_KEY: key }, 'gateway listening');
+    const { code, output } = await run('gateway', { ...started.env(), NODE_ENV: 'production', ...door, ADMIN_TOKEN: strongAdmin, SECRETS_KEY: key, ...publicDns }, 'gateway listening');
     expect({ code, tail: output.slice(-300) }).toEqual({ code: 0, tail: expect.any(String) });
     const lines = logLines(output);
     expect(lines.some((l) => l.msg === 'gateway listening')).toBe(true);
@@ -114,20 +116,23 @@ describe('production refuses unsafe settings at start; development says so', () 
       expect(code).toBe(0);
       expect(logLines(output).filter((l) => l.level === 40)).toEqual([
         expect.objectContaining({ setting: 'DISPATCH_HOST_MAP', msg: expect.stringContaining('receiver.test=127.0.0.1') }),
+        expect.objectContaining({ setting: 'DISPATCH_DNS_SERVERS', msg: expect.stringContaining("a tenant's PINGs can tell which internal names exist") }),
         expect.objectContaining({ setting: 'ADMIN_ON_PUBLIC_PORT', msg: expect.stringContaining('public PORT') }),
         expect.objectContaining({ setting: 'PORTAL_BASE_URL', msg: expect.stringContaining('unset') }),
       ]);
     }
-    const { code, output } = await run('gateway', { ...started.env(), NODE_ENV: 'production', ...door, ADMIN_TOKEN: strongAdmin, SECRETS_KEY: key, ADMIN_HOST: '0.0.0.0' }, 'gateway listening');
+    const { code, output } = await run('gateway', { ...started.env(), NODE_ENV: 'production', ...door, ADMIN_TOKEN: strongAdmin, SECRETS_KEY: key, ADMIN_HOST: '0.0.0.0', ...publicDns }, 'gateway listening');
     expect(code).toBe(0);
     expect(logLines(output).filter((l) => l.level === 40)).toEqual([expect.objectContaining({ setting: 'ADMIN_HOST', msg: expect.stringContaining('every interface') })]);
   }, 60_000);
 
-  it('the dispatcher shares the common rules: NODE_ENV in any case, DB_STATEMENT_TIMEOUT_MS=0, the DISPATCH_HOST_MAP warning', () => {
+  it('the dispatcher shares the common rules: NODE_ENV in any case, DB_STATEMENT_TIMEOUT_MS=0, the DISPATCH_HOST_MAP and DISPATCH_DNS_SERVERS warnings, a bad DISPATCH_DNS_SERVERS', () => {
     expect(() => loadDispatcherConfig({ NODE_ENV: 'PRODUCTION' })).toThrow(/SECRETS_KEY: required/);
     expect(() => loadDispatcherConfig({ NODE_ENV: 'production', SECRETS_KEY: key, DB_STATEMENT_TIMEOUT_MS: '0' })).toThrow(/DB_STATEMENT_TIMEOUT_MS: must not be 0/);
     const config = loadDispatcherConfig({ NODE_ENV: 'production', SECRETS_KEY: key, DISPATCH_HOST_MAP: 'a.test=203.0.113.1' });
-    expect(config.startWarnings).toEqual([expect.objectContaining({ setting: 'DISPATCH_HOST_MAP' })]);
+    expect(config.startWarnings).toEqual([expect.objectContaining({ setting: 'DISPATCH_HOST_MAP' }), expect.objectContaining({ setting: 'DISPATCH_DNS_SERVERS' })]);
+    expect(loadDispatcherConfig({ NODE_ENV: 'production', SECRETS_KEY: key, ...publicDns }).startWarnings).toEqual([]);
+    expect(() => loadDispatcherConfig({ DISPATCH_DNS_SERVERS: 'ns1.example' })).toThrow(/DISPATCH_DNS_SERVERS: "ns1\.example" is not an ip, ip:port or \[ipv6\]:port/);
     // Outside production, 0 (no timeout) is still accepted, and the map is said nothing of.
     expect(loadDispatcherConfig({ DB_STATEMENT_TIMEOUT_MS: '0', DISPATCH_HOST_MAP: 'a.test=203.0.113.1' }).startWarnings.map((w) => w.setting)).toEqual(['SECRETS_KEY']);
   });

@@ -156,6 +156,12 @@ export interface CommonSettings {
    */
   dispatchAllowCidrs: string;
   /**
+   * DISPATCH_DNS_SERVERS: the name servers the webhook sender resolves hosts with, `ip`, `ip:port`
+   * or `[ipv6]:port`, comma-separated. Default empty: the system's resolvers (resolv.conf), and a
+   * warning at every start with NODE_ENV=production.
+   */
+  dispatchDnsServers: readonly string[];
+  /**
    * NODE_ENV=production: refuse what is only safe on a developer's machine (a short ADMIN_TOKEN, no
    * SECRETS_KEY, DISPATCH_ALLOW_CIDRS). Default unset: not production.
    */
@@ -286,6 +292,7 @@ export function readCommonSettings(r: SettingsReader): CommonSettings {
     metricsHost: r.string('METRICS_HOST', '127.0.0.1'),
     dispatchHostMap: r.string('DISPATCH_HOST_MAP', ''),
     dispatchAllowCidrs: r.string('DISPATCH_ALLOW_CIDRS', ''),
+    dispatchDnsServers: readDnsServers(r),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 10_000, 1, 3_600_000),
     production,
     secretsKeys: readSecretsKeys(r, production),
@@ -312,6 +319,41 @@ function checkProductionCommon(r: SettingsReader, settings: CommonSettings): voi
   if (settings.dispatchHostMap.trim() !== '') {
     r.warn('DISPATCH_HOST_MAP', `DISPATCH_HOST_MAP=${settings.dispatchHostMap} pins webhook host names past DNS: for tests and staging, rarely for production`);
   }
+  // The system's resolvers usually answer for internal names too, and a PING's DNS reason (no such
+  // name) against BLOCKED_ADDRESS (a private one) tells a tenant which of those exist.
+  if (settings.dispatchDnsServers.length === 0) {
+    r.warn(
+      'DISPATCH_DNS_SERVERS',
+      "webhook hosts resolve through the system's resolvers: a tenant's PINGs can tell which internal names exist; set DISPATCH_DNS_SERVERS to resolvers that see only public names",
+    );
+  }
+}
+
+/**
+ * DISPATCH_DNS_SERVERS as the entries node:dns `setServers` takes: `ip`, `ip:port` (IPv4) or
+ * `[ipv6]:port`, a bare IPv6 address too. Checked here, so that a typo refuses the start rather
+ * than failing every delivery later.
+ */
+function readDnsServers(r: SettingsReader): readonly string[] {
+  const raw = r.optional('DISPATCH_DNS_SERVERS');
+  if (raw === undefined || raw.trim() === '') return [];
+  const servers: string[] = [];
+  for (const part of raw.split(',')) {
+    const item = part.trim();
+    if (item === '') continue;
+    if (isDnsServer(item)) servers.push(item);
+    else r.check('DISPATCH_DNS_SERVERS', false, `"${item}" is not an ip, ip:port or [ipv6]:port (ports 1-65535)`);
+  }
+  return servers;
+}
+
+function isDnsServer(item: string): boolean {
+  const validPort = (port: string): boolean => /^\d{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65535;
+  if (isIP(item) !== 0) return true;
+  const bracketed = /^\[([^\]]+)\]:(\d+)$/.exec(item);
+  if (bracketed) return isIP(bracketed[1]!) === 6 && validPort(bracketed[2]!);
+  const v4 = /^([^:]+):(\d+)$/.exec(item);
+  return v4 !== null && isIP(v4[1]!) === 4 && validPort(v4[2]!);
 }
 
 function readClusterNodes(r: SettingsReader): CommonSettings['redisClusterNodes'] {

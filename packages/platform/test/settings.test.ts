@@ -77,11 +77,41 @@ describe('DISPATCH_ALLOW_CIDRS', () => {
 
   it('is refused outright with NODE_ENV=production, however narrow', () => {
     expect(problems({ ...PROD, DISPATCH_ALLOW_CIDRS: '127.0.0.1/32' })).toMatch(/DISPATCH_ALLOW_CIDRS: is for tests only and refused with NODE_ENV=production/);
-    expect(load({ ...PROD, DISPATCH_ALLOW_CIDRS: '' }).startWarnings).toEqual([]);
+    expect(load({ ...PROD, DISPATCH_ALLOW_CIDRS: '', DISPATCH_DNS_SERVERS: '192.0.2.53' }).startWarnings).toEqual([]);
   });
 
   it('names its limits once', () => {
     expect(WIDEST_ALLOWED_PREFIX).toEqual({ ipv4: 8, ipv6: 32, ipv4Mapped: 104 });
+  });
+});
+
+describe('DISPATCH_DNS_SERVERS', () => {
+  it('reads a comma list of ip, ip:port and [ipv6]:port; unset, the system resolvers', () => {
+    expect(load({ DISPATCH_DNS_SERVERS: ' 192.0.2.53 ,127.0.0.1:5353,[2001:db8::53]:53,2001:db8::1' }).dispatchDnsServers).toEqual([
+      '192.0.2.53',
+      '127.0.0.1:5353',
+      '[2001:db8::53]:53',
+      '2001:db8::1',
+    ]);
+    expect(load({}).dispatchDnsServers).toEqual([]);
+  });
+
+  it.each(['dns.example', '127.0.0.1:0', '127.0.0.1:65536', '127.0.0.1:x', '2001:db8::53:53x', '[127.0.0.1]:53', '[2001:db8::53]', '300.0.0.1'])(
+    'refuses %s at start, naming the setting and the entry',
+    (entry) => {
+      expect(problems({ DISPATCH_DNS_SERVERS: `192.0.2.53,${entry}` })).toContain(`DISPATCH_DNS_SERVERS: "${entry}" is not an ip, ip:port or [ipv6]:port`);
+    },
+  );
+
+  it('with NODE_ENV=production, unset warns at every start that PINGs can map internal names; set, it does not', () => {
+    const warning = {
+      setting: 'DISPATCH_DNS_SERVERS',
+      message:
+        "webhook hosts resolve through the system's resolvers: a tenant's PINGs can tell which internal names exist; set DISPATCH_DNS_SERVERS to resolvers that see only public names",
+    };
+    expect(load({ ...PROD, NODE_ENV: 'Production' }).startWarnings).toContainEqual(warning);
+    expect(load({ ...PROD, DISPATCH_DNS_SERVERS: '192.0.2.53:53' }).startWarnings).not.toContainEqual(warning);
+    expect(load({}).startWarnings.map((w) => w.setting)).not.toContain('DISPATCH_DNS_SERVERS');
   });
 });
 

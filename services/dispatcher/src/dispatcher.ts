@@ -144,6 +144,7 @@ function openSender(config: DispatcherConfig, undo: StopStack): WebhookSender {
   const sender = createWebhookSender({
     hostMap: config.dispatchHostMap,
     allowCidrs: config.dispatchAllowCidrs,
+    dnsServers: config.dispatchDnsServers,
     extraCaFile: lateExtraCaCerts(),
   });
   undo.push('sender', () => sender.close());

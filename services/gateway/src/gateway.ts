@@ -136,6 +136,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const sender = createWebhookSender({
       hostMap: config.dispatchHostMap,
       allowCidrs: config.dispatchAllowCidrs,
+      dnsServers: config.dispatchDnsServers,
       extraCaFile: lateExtraCaCerts(),
     });
     undo.push('sender', () => sender.close());
