@@ -16,6 +16,24 @@ export function lateExtraCaCerts(env: Record<string, string | undefined> = proce
   return value === undefined || value === '' || value === extraCaCertsAtStart ? undefined : value;
 }
 
+/** What the webhook sender of either service is built from: its part of the common settings. */
+export interface SenderSettings {
+  hostMap: string;
+  allowCidrs: string;
+  dnsServers: readonly string[];
+  extraCaFile: string | undefined;
+}
+
+/** The webhook sender's settings (`createWebhookSender`), the same for the gateway's PINGs and the dispatcher's deliveries. */
+export function senderSettings(settings: Pick<CommonSettings, 'dispatchHostMap' | 'dispatchAllowCidrs' | 'dispatchDnsServers'>): SenderSettings {
+  return {
+    hostMap: settings.dispatchHostMap,
+    allowCidrs: settings.dispatchAllowCidrs,
+    dnsServers: settings.dispatchDnsServers,
+    extraCaFile: lateExtraCaCerts(),
+  };
+}
+
 /** Reads `.env` at the workspace root (or the working directory) when present; the environment wins. */
 export function loadDotEnv(): void {
   for (const candidate of [resolve(process.cwd(), '.env'), resolve(__dirname, '../../../.env')]) {

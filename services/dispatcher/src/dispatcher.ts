@@ -4,7 +4,7 @@ import {
   connectRedis,
   createSecretBox,
   createStopStack,
-  lateExtraCaCerts,
+  senderSettings,
   openDatabase,
   prepareSecretsAtRest,
   queueFor,
@@ -141,12 +141,7 @@ async function openStores(config: DispatcherConfig, logger: Logger, undo: StopSt
 }
 
 function openSender(config: DispatcherConfig, undo: StopStack): WebhookSender {
-  const sender = createWebhookSender({
-    hostMap: config.dispatchHostMap,
-    allowCidrs: config.dispatchAllowCidrs,
-    dnsServers: config.dispatchDnsServers,
-    extraCaFile: lateExtraCaCerts(),
-  });
+  const sender = createWebhookSender(senderSettings(config));
   undo.push('sender', () => sender.close());
   return sender;
 }

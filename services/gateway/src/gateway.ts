@@ -5,7 +5,7 @@ import {
   connectRedis,
   createSecretBox,
   createStopStack,
-  lateExtraCaCerts,
+  senderSettings,
   listen,
   openDatabase,
   prepareSecretsAtRest,
@@ -133,12 +133,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     secretsUpkeep.start();
     undo.push('secrets upkeep', () => secretsUpkeep.stop());
 
-    const sender = createWebhookSender({
-      hostMap: config.dispatchHostMap,
-      allowCidrs: config.dispatchAllowCidrs,
-      dnsServers: config.dispatchDnsServers,
-      extraCaFile: lateExtraCaCerts(),
-    });
+    const sender = createWebhookSender(senderSettings(config));
     undo.push('sender', () => sender.close());
 
     let publicPort = config.port;
