@@ -1,6 +1,12 @@
 // Response shapes the API and the portal's API show, written once for the portal (a browser bundle that
 // imports this file by path, so it stays free of imports) and the tests that read the same answers.
 
+/**
+ * Active webhooks a company may have in each mode, its branches' included: the contract's limit
+ * (the next one is refused with LIMIT_EXCEEDED), which the portal shows before the API refuses.
+ */
+export const MAX_ACTIVE_WEBHOOKS = 10;
+
 /** One attempt in a delivery's `intentosDetalle` (docs/integrators.md, The delivery log). */
 export interface Attempt {
   numero: number;

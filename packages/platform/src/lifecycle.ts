@@ -78,9 +78,10 @@ export function createStopStack(logger: Logger, options: StopStackOptions = {}):
  */
 export async function listen(server: Server, port: number, host?: string, setting?: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) => reject(setting === undefined ? err : portError(err, port, host, setting)));
+    const failed = (err: NodeJS.ErrnoException): void => reject(setting === undefined ? err : portError(err, port, host, setting));
+    server.once('error', failed);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve();
     });
   });

@@ -14,7 +14,7 @@ export interface ReadinessCheck {
 export function createMetricsServer(registry: Registry, checks: ReadinessCheck[], timeoutMs = 2000, readyMaxAgeMs = READINESS_MAX_AGE_MS): Server {
   const ready = cachedReadiness(checks, timeoutMs, readyMaxAgeMs);
   // The timeouts (boundMetricsTimeouts) are checked this often: Node's 30 s would make 5 s into 35.
-  return createServer({ connectionsCheckingInterval: METRICS_TIMEOUTS.checkIntervalMs }, (req, res) => {
+  const server = createServer({ connectionsCheckingInterval: METRICS_TIMEOUTS.checkIntervalMs }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' }).end();
@@ -41,6 +41,8 @@ export function createMetricsServer(registry: Registry, checks: ReadinessCheck[]
     }
     res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ status: 'not found' }));
   });
+  boundMetricsTimeouts(server);
+  return server;
 }
 
 /**
@@ -67,7 +69,7 @@ function cachedReadiness(checks: ReadinessCheck[], timeoutMs: number, maxAgeMs: 
  */
 export const METRICS_TIMEOUTS = { headersMs: 5_000, requestMs: 10_000, keepAliveMs: 5_000, checkIntervalMs: 1_000, maxConnections: 200 } as const;
 
-export function boundMetricsTimeouts(server: Server): void {
+function boundMetricsTimeouts(server: Server): void {
   server.headersTimeout = METRICS_TIMEOUTS.headersMs;
   server.requestTimeout = METRICS_TIMEOUTS.requestMs;
   server.keepAliveTimeout = METRICS_TIMEOUTS.keepAliveMs;
@@ -107,7 +109,7 @@ export interface ReadinessTargets {
 
 /**
  * A service's metrics port: `createMetricsServer` with the `postgres` and `redis` checks, listening
- * on `host` (METRICS_HOST) and `port` (0: any free port) with `boundMetricsTimeouts`, its close on
+ * on `host` (METRICS_HOST) and `port` (0: any free port), its close on
  * `undo`. Resolves with the server and the port taken. `setting` names the variable that chose the
  * port (e.g. `DISPATCHER_METRICS_PORT (dispatcher)`), for the error a taken port gives.
  */
@@ -123,7 +125,6 @@ export async function serveMetrics(
     { name: 'postgres', check: async () => void (await targets.postgres.query('select 1')) },
     { name: 'redis', check: async () => void (await targets.redis.ping()) },
   ]);
-  boundMetricsTimeouts(server);
   const taken = await listen(server, port, host, setting);
   undo.push('metrics server', () => closeServer(server));
   return { server, port: taken };

@@ -326,7 +326,7 @@ export function readCommonSettings(r: SettingsReader): CommonSettings {
 }
 
 /** `production` in any case (`Production`, ` PRODUCTION `): a capital letter must not switch the refusals off. */
-export function isProduction(nodeEnv: string | undefined): boolean {
+function isProduction(nodeEnv: string | undefined): boolean {
   return nodeEnv?.trim().toLowerCase() === 'production';
 }
 

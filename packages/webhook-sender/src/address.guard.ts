@@ -160,11 +160,3 @@ export function parseCidrs(value: string): AllowList {
   }
   return list;
 }
-
-/**
- * What the delivery log says of a host whose address is refused. It names neither the address nor
- * its range, so a tenant cannot map the private network through its PINGs.
- */
-export function refusedHostMessage(host: string): string {
-  return `${host} resolves to a non-public address`;
-}

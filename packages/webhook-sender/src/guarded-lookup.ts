@@ -1,6 +1,6 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { guardedRange, isAllowed, parseIp, refusedHostMessage, type AllowList } from './address.guard';
+import { guardedRange, isAllowed, parseIp, type AllowList } from './address.guard';
 import { normaliseHostName } from './host-map.parser';
 import { NameResolutionError, type ResolvedAddress } from './dns.resolver';
 
@@ -21,7 +21,8 @@ export class BlockedAddressError extends Error {
     readonly address: string,
     readonly range: string,
   ) {
-    super(refusedHostMessage(host));
+    // Neither the address nor its range: a tenant must not map the private network through its PINGs.
+    super(`${host} resolves to a non-public address`);
     this.name = 'BlockedAddressError';
   }
 }

@@ -128,8 +128,8 @@ function trustingAlso(file: string): SecureContext {
 interface SenderCore {
   agent: Agent;
   timeoutMs: number;
-  /** The deadline as a timeout's reason says it (`5 s`). */
-  seconds: string;
+  /** A timeout's reason, the deadline in it (`no answer within 5 s`). */
+  timeoutMessage: string;
   hosts: HostDeadlines;
 }
 
@@ -151,7 +151,7 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
   const resolver = createNameResolver({ servers: options.dnsServers, timeoutMs: dnsTimeoutMs });
   const hosts = createHostDeadlines(dnsTimeoutMs);
   const agent = createGuardedAgent({ hostMap, allow, timeoutMs, connectionsPerOrigin: options.connectionsPerOrigin, extraCaFile: options.extraCaFile }, resolver, hosts);
-  return trackSends({ agent, timeoutMs, seconds: `${timeoutMs / 1000} s`, hosts }, resolver);
+  return trackSends({ agent, timeoutMs, timeoutMessage: `no answer within ${timeoutMs / 1000} s`, hosts }, resolver);
 }
 
 /**
@@ -267,7 +267,7 @@ function outcomeOf(started: number, result: AttemptResult, detail: OutcomeDetail
   };
 }
 
-const timedOutAfter = (core: SenderCore, started: number): SendOutcome => outcomeOf(started, 'timeout', { error: 'TIMEOUT', message: `no answer within ${core.seconds}` });
+const timedOutAfter = (core: SenderCore, started: number): SendOutcome => outcomeOf(started, 'timeout', { error: 'TIMEOUT', message: core.timeoutMessage });
 
 function answered(started: number, statusCode: number, response: string): SendOutcome {
   const result = classify(statusCode);
@@ -331,7 +331,7 @@ function deadline(core: SenderCore, started: number, answer: Exchange): Promise<
       // Decided before the abort, which reports to the exchange at once: the race is the deadline's.
       resolve(failed ? answered(started, answer.statusCode, excerptOf(answer)) : timedOutAfter(core, started));
       answer.aborted = true;
-      answer.controller?.abort(new ExchangeCut(`no answer within ${core.seconds}`));
+      answer.controller?.abort(new ExchangeCut(core.timeoutMessage));
     };
     answer.timer = setTimeout(expire, core.timeoutMs);
   });
@@ -362,7 +362,7 @@ function exchange(core: SenderCore, target: URL, body: string, headers: Record<s
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(controller) {
         answer.controller = controller;
-        if (answer.aborted) controller.abort(new ExchangeCut(`no answer within ${core.seconds}`));
+        if (answer.aborted) controller.abort(new ExchangeCut(core.timeoutMessage));
       },
       onResponseStart(_controller, statusCode) {
         answer.statusCode = statusCode;

@@ -111,10 +111,10 @@ export function createApp(deps: GatewayDeps, options: { internal: boolean } = { 
 
   // The customer portal (docs/portal.md): its API, guarded by the session's cookie, then its built pages.
   if (deps.config.portalBaseUrl?.startsWith('https://')) app.use('/portal', strictTransport);
+  app.use('/portal/v1', noStore);
   // Session starts are limited per client address before the route looks the link up.
-  app.use('/portal/v1/sesion', noStore, portalSessionLimit(deps.portalSessionLimiter, deps.clientAddress, { limited: () => deps.metrics.authEvents.addressLimited('portal_session') }));
+  app.use('/portal/v1/sesion', portalSessionLimit(deps.portalSessionLimiter, deps.clientAddress, { limited: () => deps.metrics.authEvents.addressLimited('portal_session') }));
   const portalApi = Router(ROUTER_OPTIONS);
-  portalApi.use(noStore);
   mountPortalRoutes(portalApi, deps, deps.portalRateLimiter);
   portalApi.use(notFound);
   app.use('/portal/v1', portalApi);

@@ -172,11 +172,12 @@ function readAdminToken(r: SettingsReader, production: boolean): string | undefi
     // What is wrong with it only: the value is never repeated.
     r.check('ADMIN_TOKEN', token.length >= MIN_PRODUCTION_ADMIN_TOKEN, `must be at least ${MIN_PRODUCTION_ADMIN_TOKEN} characters with NODE_ENV=production`);
     if (token.length >= MIN_PRODUCTION_ADMIN_TOKEN) {
-      r.check('ADMIN_TOKEN', new Set(token).size > 1, 'is one character repeated: use a random value (e.g. `openssl rand -base64 32`)');
+      const repeated = new Set(token).size === 1;
+      r.check('ADMIN_TOKEN', !repeated, 'is one character repeated: use a random value (e.g. `openssl rand -base64 32`)');
       const bits = Math.floor(estimatedEntropyBits(token));
       r.check(
         'ADMIN_TOKEN',
-        new Set(token).size === 1 || bits >= MIN_PRODUCTION_ADMIN_TOKEN_BITS,
+        repeated || bits >= MIN_PRODUCTION_ADMIN_TOKEN_BITS,
         `has about ${bits} bits of entropy, under ${MIN_PRODUCTION_ADMIN_TOKEN_BITS} with NODE_ENV=production: use a random value (e.g. \`openssl rand -base64 32\`)`,
       );
     }

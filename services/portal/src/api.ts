@@ -85,12 +85,15 @@ function waitFor(seconds: number | undefined, otherwise: string): string {
   return `Vuelva a intentarlo después del ${formatDateTime(new Date(Date.now() + seconds * 1000).toISOString())}.`;
 }
 
+/** A request of the portal's own that the API could not read (its body or its type). */
+const UNREADABLE: [string, string] = ['El servidor no entendió la petición del portal', 'Vuelva a cargar la página e intente de nuevo; si se repite, avise al courier.'];
+
 /**
  * What the page says for each code of the API's closed catalog: what happened (the code follows it)
  * and what to do. The API's own message is English, for integrators: the page never shows it.
  */
 const SAYS: Record<ErrorCode, (e: { retryAfterSeconds?: number }) => [string, string]> = {
-  INVALID_JSON: () => ['El servidor no entendió la petición del portal', 'Vuelva a cargar la página e intente de nuevo; si se repite, avise al courier.'],
+  INVALID_JSON: () => UNREADABLE,
   VALIDATION_ERROR: () => ['Revise los datos', 'Algún campo no tiene un valor válido: corríjalo y vuelva a enviar.'],
   INVALID_URL: () => ['La URL no está permitida', 'Use una dirección https:// pública, sin usuario ni contraseña, que no apunte a localhost ni a una red privada.'],
   LIMIT_EXCEEDED: () => ['Se alcanzó el límite de webhooks activos', 'Desactive un webhook de este modo que ya no use y vuelva a intentarlo.'],
@@ -107,7 +110,7 @@ const SAYS: Record<ErrorCode, (e: { retryAfterSeconds?: number }) => [string, st
   EMPRESA_NO_VERIFICADA: () => ['La empresa aún no está verificada', 'Pida al courier que la verifique; después podrá generar tokens.'],
   SUCURSALES_DESHABILITADAS: () => ['Las sucursales no están habilitadas', 'Pida al courier que las habilite para su empresa.'],
   PAYLOAD_TOO_LARGE: () => ['Los datos enviados son demasiado grandes', 'Acorte los textos, por ejemplo la descripción, y vuelva a intentarlo.'],
-  UNSUPPORTED_MEDIA_TYPE: () => ['El servidor no entendió la petición del portal', 'Vuelva a cargar la página e intente de nuevo; si se repite, avise al courier.'],
+  UNSUPPORTED_MEDIA_TYPE: () => UNREADABLE,
   RATE_LIMIT_EXCEEDED: (e) => ['Demasiadas peticiones en poco tiempo', waitFor(e.retryAfterSeconds, 'Espere un minuto y vuelva a intentarlo.')],
   DAILY_GUIDE_LIMIT: (e) => ['Se alcanzó el límite diario de guías', waitFor(e.retryAfterSeconds, 'El límite se reinicia a medianoche, hora de Guatemala.')],
   RESEND_LIMIT_EXCEEDED: (e) => ['Este evento ya se reenvió a este webhook el máximo de veces de una hora', waitFor(e.retryAfterSeconds, 'Espere una hora y vuelva a intentarlo.')],

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@svc/observability';
 import { createPeriodicTask } from '../periodic-task';
 
@@ -49,7 +50,6 @@ export interface BatchedRetentionTuning {
 /** Between two deletes, so a large backlog leaves Postgres room for the requests and deliveries. */
 export const RETENTION_PAUSE_MS = 50;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A retention whose pass is `pass(walk)`: it walks each of its tables with `walk` and returns what

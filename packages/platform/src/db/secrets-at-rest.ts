@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Db } from './database';
 import { isPlaintextSecret, SEALED_PREFIX, sealedKeyIdOf, SealedSecretError, type SecretBox, type UnopenedReason } from './sealed-secrets';
@@ -21,7 +22,6 @@ const SEALING_LOCK = 720_493_511_822_631;
 const LOCK_POLL_MS = 100;
 
 const FIRST_ID = '00000000-0000-0000-0000-000000000000';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Counts = Pick<SealingReport, 'sealed' | 'resealed'>;
 

@@ -1,4 +1,5 @@
 import type { RedisClient } from '@svc/platform';
+import type { ChainableCommander } from 'ioredis';
 import type { Principal } from './principal';
 
 export interface TokenCacheOptions {
@@ -114,14 +115,8 @@ export class TokenCache {
   }
 
   /** Called after the change is committed: marks the hashes revoked and tells every instance. */
-  async invalidate(hashes: string[], opts: { revoke: boolean }): Promise<void> {
-    if (hashes.length === 0) return;
-    const multi = this.redis.multi();
-    if (opts.revoke) for (const h of hashes) multi.set(this.revokedKey(h), '1', 'EX', REVOKED_TTL_SECONDS);
-    if (this.sharded) multi.spublish(this.channel, JSON.stringify(hashes));
-    else multi.publish(this.channel, JSON.stringify(hashes));
-    await multi.exec();
-    this.onInvalidate(JSON.stringify(hashes));
+  invalidate(hashes: string[], opts: { revoke: boolean }): Promise<void> {
+    return this.broadcast(hashes, opts.revoke ? (multi, key) => void multi.set(key, '1', 'EX', REVOKED_TTL_SECONDS) : undefined);
   }
 
   /**
@@ -129,14 +124,20 @@ export class TokenCache {
    * branch's tokens once branches are enabled again) and tells every instance to drop what it
    * cached of them, a failed lookup included.
    */
-  async restore(hashes: string[]): Promise<void> {
+  restore(hashes: string[]): Promise<void> {
+    return this.broadcast(hashes, (multi, key) => void multi.del(key));
+  }
+
+  /** One MULTI: each hash's revocation mark changed by `mark` (if any), then the hashes published to every instance. */
+  private async broadcast(hashes: string[], mark: ((multi: ChainableCommander, key: string) => void) | undefined): Promise<void> {
     if (hashes.length === 0) return;
     const multi = this.redis.multi();
-    for (const h of hashes) multi.del(this.revokedKey(h));
-    if (this.sharded) multi.spublish(this.channel, JSON.stringify(hashes));
-    else multi.publish(this.channel, JSON.stringify(hashes));
+    if (mark) for (const h of hashes) mark(multi, this.revokedKey(h));
+    const message = JSON.stringify(hashes);
+    if (this.sharded) multi.spublish(this.channel, message);
+    else multi.publish(this.channel, message);
     await multi.exec();
-    this.onInvalidate(JSON.stringify(hashes));
+    this.onInvalidate(message);
   }
 
   private onInvalidate(message: string): void {

@@ -1,6 +1,7 @@
-import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { insertResendsOf, type Db, type Transaction } from '@svc/platform';
-import type { AttemptErrorClass, Database, DeliveryState, EventName, Modo, ShipmentEventData } from '@svc/contracts';
+import type { AttemptErrorClass, Database, DeliveryState, EventName, Modo, ShipmentEventData, Webhook } from '@svc/contracts';
+import type { CompanyScope } from '../companies/company-scope';
 
 /**
  * The gateway's reads of deliveries (`entregas`, `entrega_intentos`): what the webhook detail, the
@@ -40,17 +41,13 @@ export interface AttemptLog {
  * `ultimoDelivery` has no outcome for it.
  */
 export async function latestDeliveries(db: Db, webhookId: string, limit: number, reader: LogReader = 'all'): Promise<Delivery[]> {
-  let q = db
+  const q = db
     .selectFrom('entregas')
     .select(['id', 'evento', 'exitoso', 'status_code', 'intentos', 'ultimo_intento_en', 'created_at'])
     .where('webhook_id', '=', webhookId)
     .where('ultimo_intento_en', 'is not', null);
   // The delivery log's branch rule (LogReader): the detail shows no more than the log does.
-  if (reader !== 'all') {
-    const { branchId } = reader;
-    q = q.where((eb) => ofBranchEvents(eb, branchId));
-  }
-  const rows = await q
+  const rows = await seenBy(q, reader)
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(limit)
@@ -174,6 +171,22 @@ function toLogged(r: LoggedRow): LoggedDelivery {
 }
 
 /**
+ * Whose deliveries of webhook `w` the scope sees: a branch reading a company webhook's log sees only
+ * its own branch's events (other branches' shipments and their receivers' answers are not its to
+ * see); its own webhook's and the head account's, every one.
+ */
+export function logReaderOf(scope: CompanyScope, w: Pick<Webhook, 'sucursal_id'>): LogReader {
+  return scope.sucursalId !== null && w.sucursal_id === null ? { branchId: scope.sucursalId } : 'all';
+}
+
+/** `q` narrowed to the deliveries `reader` sees (LogReader). */
+function seenBy<O>(q: SelectQueryBuilder<Database, 'entregas', O>, reader: LogReader): SelectQueryBuilder<Database, 'entregas', O> {
+  if (reader === 'all') return q;
+  const { branchId } = reader;
+  return q.where((eb) => ofBranchEvents(eb, branchId));
+}
+
+/**
  * Whose deliveries of a webhook a reader sees: every one, or (a branch reading a company webhook's
  * log, docs/integrators.md#the-delivery-log-resending-and-recovery) only those of that branch's events. An event's branch is its outbox row's,
  * kept as long as any delivery names the event; a PING has no event, so a branch sees none.
@@ -200,11 +213,7 @@ export function deliveryLogQuery(db: Db, webhookId: string, filters: DeliveryFil
   if (filters.desde !== undefined) q = q.where('created_at', '>=', filters.desde);
   if (filters.hasta !== undefined) q = q.where('created_at', '<', filters.hasta);
   if (after !== undefined) q = q.where(sql<boolean>`(created_at, id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
-  if (reader !== 'all') {
-    const { branchId } = reader;
-    q = q.where((eb) => ofBranchEvents(eb, branchId));
-  }
-  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
+  return seenBy(q, reader).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
 }
 
 /** One page of a webhook's deliveries that `reader` sees, newest first. */
@@ -222,12 +231,8 @@ export async function listDeliveryLog(
 
 /** One delivery of the webhook that `reader` sees, or undefined (another webhook's is not found). */
 export async function findLoggedDelivery(db: Db, webhookId: string, id: string, reader: LogReader = 'all'): Promise<LoggedDelivery | undefined> {
-  let q = db.selectFrom('entregas').select(logColumns).where('id', '=', id).where('webhook_id', '=', webhookId);
-  if (reader !== 'all') {
-    const { branchId } = reader;
-    q = q.where((eb) => ofBranchEvents(eb, branchId));
-  }
-  const row = await q.executeTakeFirst();
+  const q = db.selectFrom('entregas').select(logColumns).where('id', '=', id).where('webhook_id', '=', webhookId);
+  const row = await seenBy(q, reader).executeTakeFirst();
   return row && toLogged(row);
 }
 

@@ -14,9 +14,9 @@ import {
   insertRecoveryResends,
   insertResend,
   listDeliveryLog,
+  logReaderOf,
   pendingDeliveriesByMode,
   type LoggedDelivery,
-  type LogReader,
   type RecoveryPosition,
   type RecoveryWindow,
   type Resent,
@@ -31,15 +31,6 @@ type Deps = Pick<GatewayDeps, 'db' | 'logger' | 'resendRelay' | 'resendLimiter'>
 export const MAX_RECOVERY_MS = 14 * 24 * 3600 * 1000;
 
 // ---- the delivery log ------------------------------------------------------------------------------
-
-/**
- * Whose deliveries of webhook `w` the scope sees: a branch reading a company webhook's log sees only
- * its own branch's events (other branches' shipments and their receivers' answers are not its to
- * see); its own webhook's and the head account's, every one.
- */
-export function logReaderOf(scope: CompanyScope, w: Pick<Webhook, 'sucursal_id'>): LogReader {
-  return scope.sucursalId !== null && w.sucursal_id === null ? { branchId: scope.sucursalId } : 'all';
-}
 
 /** Every delivery of one webhook that the scope sees, newest first, filtered and paged. */
 export async function deliveryLog(deps: Deps, scope: CompanyScope, id: string, query: Record<string, unknown>) {

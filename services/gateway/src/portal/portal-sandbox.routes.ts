@@ -42,7 +42,7 @@ export function mountPortalSandboxRoutes(router: Router, deps: GatewayDeps): voi
       const created = tracked.historial[0] ? new Date(tracked.historial[0].fecha) : deps.clock.now();
       const entregas = await shipmentDeliveryViews(deps, {
         empresaId: scope.empresaId,
-        modo: 'test',
+        modo: scope.modo,
         numeroGuia: tracked.numeroGuia,
         // A minute's margin: the history's time and the deliveries' are both Postgres's, read apart.
         since: new Date(created.getTime() - 60_000),

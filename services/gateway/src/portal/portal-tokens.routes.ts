@@ -25,10 +25,8 @@ export function mountPortalTokenRoutes(router: Router, deps: GatewayDeps): void 
     sendData(res, 200, { eliminados: await deleteTokens(deps, owner, portalCaller(req).usuario) });
   };
   const company = (req: Request): TokenOwner => ({ empresaId: portalCaller(req).empresaId, sucursalId: null });
-  const branch = async (req: Request): Promise<TokenOwner> => {
-    const b = await requirePortalBranch(deps, req);
-    return { empresaId: b.empresa_id, sucursalId: b.id };
-  };
+  const ownerOfBranch = (b: { empresa_id: string; id: string }): TokenOwner => ({ empresaId: b.empresa_id, sucursalId: b.id });
+  const branch = async (req: Request): Promise<TokenOwner> => ownerOfBranch(await requirePortalBranch(deps, req));
 
   route(router, '/tokens', {
     get: async (req, res) => {
@@ -41,10 +39,7 @@ export function mountPortalTokenRoutes(router: Router, deps: GatewayDeps): void 
   });
 
   // Whatever the branch setting: the head account can always stop a branch's tokens.
-  const anyBranch = async (req: Request): Promise<TokenOwner> => {
-    const b = await requireBranch(deps.db, portalCaller(req).empresaId, String(req.params.sid));
-    return { empresaId: b.empresa_id, sucursalId: b.id };
-  };
+  const anyBranch = async (req: Request): Promise<TokenOwner> => ownerOfBranch(await requireBranch(deps.db, portalCaller(req).empresaId, String(req.params.sid)));
   // To issue, the branch's rule (branches enabled, the branch the company's) is checked before the pair's.
   route(router, '/sucursales/:sid/tokens', { post: issue(branch), delete: remove(anyBranch) });
 }

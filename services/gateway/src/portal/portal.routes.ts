@@ -31,8 +31,9 @@ export function mountPortalRoutes(router: Router, deps: GatewayDeps, limiter: Ra
       jsonBody,
       async (req, res) => {
         const { enlace } = validatePortalSessionRequest(req.body);
-        const { session, secret } = await startPortalSession(deps.db, enlace, deps.clock.now());
-        await endBrowserSession(deps.db, req, deps.clock.now());
+        const now = deps.clock.now();
+        const { session, secret } = await startPortalSession(deps.db, enlace, now);
+        await endBrowserSession(deps.db, req, now);
         setSessionCookie(req, res, secret);
         const empresa = await requireCompany(deps.db, session.empresaId);
         sendData(res, 201, sessionView(empresa, { ...session, secret }));

@@ -3,6 +3,7 @@ import {
   AppError,
   DEFAULT_OVERLAP_HOURS,
   isUuid,
+  MAX_ACTIVE_WEBHOOKS,
   type Modo,
   type SecretRotation,
   type Webhook,
@@ -14,15 +15,13 @@ import { attemptDelivery, checkWebhookUrl } from '@svc/webhook-sender';
 import type { GatewayDeps } from '../deps';
 import type { Caller, CompanyScope } from '../companies/company-scope';
 import { lockCompany } from '../companies/company.repository';
-import { lastAttemptPerWebhook, latestDeliveries } from '../deliveries/delivery.repository';
+import { lastAttemptPerWebhook, latestDeliveries, logReaderOf } from '../deliveries/delivery.repository';
 import { presentDelivery, presentLast } from '../deliveries/delivery.presenter';
 import { recordActivity } from '../activity/activity.repository';
 import { countActive, countActiveByMode, findWebhook, listActiveWebhooks, listOwnerWebhooks } from './webhook.repository';
 
 type Deps = Pick<GatewayDeps, 'db' | 'sender' | 'secrets' | 'logger'>;
 
-/** Active webhooks per company and mode, its branches' included: the contract's limit. */
-export const MAX_ACTIVE_WEBHOOKS = 10;
 /** The contract's window of deliveries in a webhook's detail: the 20 most recent. */
 export const DETAIL_DELIVERIES = 20;
 
@@ -157,9 +156,7 @@ export async function requireWebhook(db: Db, scope: CompanyScope, id: string): P
 
 export async function webhookDetail(deps: Deps, scope: CompanyScope, id: string) {
   const w = await requireWebhook(deps.db, scope, id);
-  // The delivery log's branch rule: a branch reading a company webhook sees its own events' deliveries only.
-  const reader = scope.sucursalId !== null && w.sucursal_id === null ? { branchId: scope.sucursalId } : 'all';
-  const deliveries = await latestDeliveries(deps.db, w.id, DETAIL_DELIVERIES, reader);
+  const deliveries = await latestDeliveries(deps.db, w.id, DETAIL_DELIVERIES, logReaderOf(scope, w));
   return { ...presentUpdated(w), entregas: deliveries.map(presentDelivery) };
 }
 

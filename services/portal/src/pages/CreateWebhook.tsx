@@ -2,14 +2,10 @@ import { useId, useState, type ReactNode } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, type Modo, type Resumen, type WebhookCreated } from '../api';
 import { MODO_NOMBRE } from '../format';
+import { MAX_ACTIVE_WEBHOOKS } from '../../../../packages/contracts/src/wire-shapes';
 import { SecretField, Status } from '../ui';
 import { WebhookForm, type WebhookFields } from './WebhookForm';
 
-/**
- * Active webhooks a company may have in each mode, its branches' included. The API does not say it
- * (it refuses the next one with LIMIT_EXCEEDED); docs/integrators.md states it.
- */
-export const MAX_ACTIVE_WEBHOOKS = 10;
 
 /**
  * A webhook list's head: its heading, **Crear webhook** opening the form that POSTs to `path`, and the

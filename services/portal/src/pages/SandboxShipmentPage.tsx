@@ -97,7 +97,19 @@ export function SandboxShipmentPage() {
           </section>
           <section className="section" aria-labelledby={`${id}-ent`}>
             <h2 id={`${id}-ent`}>Entregas a sus webhooks de Sandbox</h2>
-            {q.data.entregas.length > 0 ? null : hooks.isPending ? (
+            {q.data.entregas.length > 0 ? (
+              <DataTable label="Entregas de la guía de prueba" columns={['Evento', 'Webhook', 'Estado', 'Intentos', 'Código', 'Fecha']}>
+                {q.data.entregas.map((d) => (
+                  <tr key={d.id}>
+                    <td>
+                      <Link to={`/webhooks/${d.webhookId}/entregas/${d.id}?modo=test`}>{d.evento}</Link>
+                    </td>
+                    <td className="url">{d.url}</td>
+                    <DeliveryCells d={d} />
+                  </tr>
+                ))}
+              </DataTable>
+            ) : hooks.isPending ? (
               <Loading what="las entregas" />
             ) : hooks.isError ? (
               <LoadError error={hooks.error} retry={() => void hooks.refetch()} />
@@ -112,19 +124,6 @@ export function SandboxShipmentPage() {
                 Ninguna entrega todavía. {''}
                 <Link to="/webhooks?modo=test">Registre un webhook de Sandbox</Link> para recibir los eventos.
               </p>
-            )}
-            {q.data.entregas.length > 0 && (
-              <DataTable label="Entregas de la guía de prueba" columns={['Evento', 'Webhook', 'Estado', 'Intentos', 'Código', 'Fecha']}>
-                {q.data.entregas.map((d) => (
-                  <tr key={d.id}>
-                    <td>
-                      <Link to={`/webhooks/${d.webhookId}/entregas/${d.id}?modo=test`}>{d.evento}</Link>
-                    </td>
-                    <td className="url">{d.url}</td>
-                    <DeliveryCells d={d} />
-                  </tr>
-                ))}
-              </DataTable>
             )}
           </section>
         </>

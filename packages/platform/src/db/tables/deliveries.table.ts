@@ -1,3 +1,4 @@
+import type { DeletedBatch } from '../batched-delete';
 import { sql, type RawBuilder } from 'kysely';
 import type { DeliveryState, EventName } from '@svc/contracts';
 import { prepared, type Db } from '../database';
@@ -233,13 +234,9 @@ export async function postponeDeliveries(db: Db, postponed: readonly Postponemen
   `.execute(db);
 }
 
-export interface RemovedDeliveries {
+export interface RemovedDeliveries extends DeletedBatch<RemovalCursor> {
   deliveries: number;
   attempts: number;
-  /** Rows looked at (removed or left); fewer than the limit when the pass has reached the cutoff. */
-  seen: number;
-  /** Where the next batch starts. */
-  next: RemovalCursor;
 }
 
 /**

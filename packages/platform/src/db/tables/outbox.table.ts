@@ -1,3 +1,4 @@
+import type { DeletedBatch } from '../batched-delete';
 import { sql, type RawBuilder } from 'kysely';
 import type { Modo, ShipmentEventJob } from '@svc/contracts';
 import type { Db, Transaction } from '../database';
@@ -111,7 +112,7 @@ export async function removeDeliveredEvents(
   retentionDays: number,
   after: RemovalCursor,
   limit: number,
-): Promise<{ removed: number; seen: number; next: RemovalCursor }> {
+): Promise<DeletedBatch<RemovalCursor> & { removed: number }> {
   const result = await sql<LastCandidate & { removed: string; seen: string }>`
     with candidates as materialized (${removalCandidates('outbox', retentionDays, after, limit)}
     ),
