@@ -8,7 +8,10 @@
 //                          GET /internal/v1/openapi.json (on ADMIN_PORT when that is set)
 //
 // The internal document carries the components its paths reach; the public one drops those only the
-// internal routes use, so it names nothing of the operator's door. Run after editing the YAML:
+// internal routes use, so it names nothing of the operator's door. The public one's `webhooks` section
+// and event schemas come from the event catalog (packages/contracts/src/event-catalog.ts, loaded
+// through tsx), so that they are the very schemas GET /api/v1/eventos serves. Run after editing the
+// YAML or the catalog:
 //
 //   node openapi/build.mjs           # writes both
 //   node openapi/build.mjs --check   # exits 1 if either differs from what the YAML builds
@@ -17,6 +20,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
+import { tsImport } from 'tsx/esm/api';
 import YAML from 'yaml';
 
 const here = import.meta.dirname;
@@ -25,6 +29,8 @@ const targets = {
   public: resolve(here, '../services/gateway/src/openapi/openapi.json'),
   internal: resolve(here, '../services/gateway/src/openapi/internal-openapi.json'),
 };
+
+const catalog = await tsImport('../packages/contracts/src/event-catalog.ts', import.meta.url);
 
 const INTERNAL_PREFIX = '/internal/';
 const INTERNAL_TAG = 'Internal';
@@ -75,11 +81,50 @@ function withComponents(doc, components, keep) {
   return { ...doc, components: out };
 }
 
+/** `GUIA_EN_BODEGA` → `EventoGuiaEnBodega`: the component name of an event's body. */
+export const eventComponent = (evento) =>
+  `Evento${evento
+    .toLowerCase()
+    .split('_')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('')}`;
+
+/**
+ * The event catalog's part of the public document: a schema per event and their union `EventPayload`,
+ * and a `webhooks` entry per event (plus `evento`, a delivery of any event), each with the delivery's
+ * headers and what `x-webhook-delivery` says of every delivery.
+ */
+function eventParts(delivery) {
+  const schemas = {};
+  for (const e of catalog.EVENT_CATALOG) schemas[eventComponent(e.evento)] = e.schema;
+  const refOf = (evento) => ({ $ref: `#/components/schemas/${eventComponent(evento)}` });
+  schemas.EventPayload = { description: 'The body of any delivery: one of the events, told apart by `event`.', oneOf: catalog.EVENT_CATALOG.map((e) => refOf(e.evento)) };
+  const entry = (summary, evento, schema, examples) => ({
+    post: {
+      summary,
+      description: delivery.description,
+      security: [],
+      parameters: catalog.deliveryHeaders(evento).map((h) => ({ name: h.name, in: 'header', required: h.required, schema: h.schema, description: h.description })),
+      requestBody: { required: true, content: { 'application/json': { schema, examples } } },
+      responses: delivery.responses,
+    },
+  });
+  const example = (evento) => ({ value: catalog.EVENT_CATALOG.find((e) => e.evento === evento).ejemplo });
+  const webhooks = { evento: entry(`${delivery.summary} (any event)`, undefined, { $ref: '#/components/schemas/EventPayload' }, { entregada: example('GUIA_ENTREGADA'), ping: example('PING') }) };
+  for (const e of catalog.EVENT_CATALOG) webhooks[e.evento] = entry(`${e.evento}: ${e.descripcion}`, e.evento, refOf(e.evento), { ejemplo: { value: e.ejemplo } });
+  return { schemas, webhooks };
+}
+
 /** The YAML's two documents: `x-` keys at the top are the source's own, never served. */
 export function buildDocuments(yamlText) {
   // Aliases expand to plain objects: the JSON holds no anchors, and no YAML-only construct is used.
   const source = YAML.parse(yamlText, { maxAliasCount: -1 });
-  const { components, paths, webhooks, tags, ...top } = source;
+  const { components: written, paths, tags, ...top } = source;
+  const events = eventParts(source['x-webhook-delivery']);
+  const clash = Object.keys(events.schemas).filter((name) => name in written.schemas);
+  if (clash.length > 0) throw new Error(`openapi.yaml defines ${clash.join(', ')}, which the event catalog writes`);
+  const components = { ...written, schemas: { ...written.schemas, ...events.schemas } };
+  const { webhooks } = events;
   const internalOnly = source['x-internal-document'];
   for (const key of Object.keys(top)) if (key.startsWith('x-')) delete top[key];
   const split = (internal) => Object.fromEntries(Object.entries(paths).filter(([p]) => p.startsWith(INTERNAL_PREFIX) === internal));

@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
+import { eventBodyProblems } from '@svc/contracts';
 
 /**
  * A real HTTPS webhook receiver on 127.0.0.1 for delivery tests, serving the throwaway certificate
@@ -22,6 +23,12 @@ import type { TLSSocket } from 'node:tls';
  *   receiver.respond('/flaky', [{ status: 500 }, { status: 500 }, { status: 200 }]); // in turn, last repeats
  *   receiver.tlsSessions                                              // TLS handshakes completed so far
  *   await receiver.close();
+ *
+ * Every delivery it receives (a request with `X-SVC-Event` and `webhook-id`, as the platform builds
+ * one) is checked against the event catalog (packages/contracts/src/event-catalog.ts): a body its
+ * event's schema refuses, or whose event is not `X-SVC-Event`, makes `close()` throw, so every suite
+ * that receives deliveries keeps the catalog exact about what is sent. A test that sends payloads
+ * of its own making (the sender's unit tests) passes `checkEvents: false`.
  */
 
 export const TEST_CERT_DIR = join(__dirname, '../../.test-certs');
@@ -71,6 +78,8 @@ export interface ReceiverOptions {
   defaultResponse?: Responder;
   /** Server keep-alive timeout (Node's default is 5 s). */
   keepAliveTimeoutMs?: number;
+  /** Check every delivery's body against the event catalog (default true); see above. */
+  checkEvents?: boolean;
 }
 
 export interface Receiver {
@@ -97,8 +106,37 @@ export interface Receiver {
   waitFor(count: number, timeoutMs?: number, path?: string): Promise<ReceivedRequest[]>;
   /** Forgets recorded requests and counters (responders stay). */
   reset(): void;
-  /** Destroys every connection (hung requests included) and stops listening. */
+  /** The deliveries received so far that the event catalog refuses, one line each. */
+  readonly catalogProblems: readonly string[];
+  /** Destroys every connection (hung requests included) and stops listening; throws if `catalogProblems` is not empty. */
   close(): Promise<void>;
+}
+
+/** An operator's notice (`OPERATOR_NOTIFY_URL`) has `empresaId` where a webhook's delivery has `webhookId`. */
+const OPERATOR_NOTICE_KEYS = ['data', 'empresaId', 'event', 'timestamp'];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** What the event catalog says is wrong with a received request, if it is a delivery; [] otherwise. */
+export function deliveryProblems(request: Pick<ReceivedRequest, 'path' | 'headers' | 'rawBody'>): string[] {
+  const event = request.headers['x-svc-event'];
+  if (event === undefined || request.headers['webhook-id'] === undefined) return [];
+  let body: unknown;
+  try {
+    body = JSON.parse(request.rawBody.toString('utf8'));
+  } catch {
+    return [`${request.path}: a delivery of ${String(event)} whose body is not JSON`];
+  }
+  const fields = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
+  const problems: string[] = [];
+  if (fields.event !== event) problems.push(`X-SVC-Event ${String(event)} but the body's event is ${JSON.stringify(fields.event)}`);
+  if (Object.keys(fields).sort().join() === OPERATOR_NOTICE_KEYS.join()) {
+    if (typeof fields.empresaId !== 'string' || !UUID.test(fields.empresaId)) problems.push('an operator notice whose empresaId is not a UUID');
+    const { empresaId, ...rest } = fields;
+    problems.push(...eventBodyProblems({ ...rest, webhookId: empresaId }));
+  } else {
+    problems.push(...eventBodyProblems(body));
+  }
+  return problems.map((p) => `${request.path}: ${p} in ${request.rawBody.toString('utf8').slice(0, 500)}`);
 }
 
 const pathOnly = (path: string): string => path.split('?', 1)[0] ?? path;
@@ -121,6 +159,7 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
   let tlsResumed = 0;
   let connections = 0;
   const inHand = new Set<ReceivedRequest>();
+  const catalogProblems: string[] = [];
 
   server.on('connection', (socket: Socket) => {
     connections += 1;
@@ -179,6 +218,7 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
         remotePort: socket.remotePort ?? 0,
       };
       requests.push(request);
+      if (options.checkEvents !== false) catalogProblems.push(...deliveryProblems(request));
       inHand.add(request);
       res.once('close', () => inHand.delete(request));
       const plan = planFor(request);
@@ -229,6 +269,9 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
       return connections;
     },
     inHand: () => [...inHand],
+    get catalogProblems() {
+      return catalogProblems;
+    },
     waitFor(count, timeoutMs = 5000, path) {
       return new Promise((resolve, reject) => {
         const check = (): boolean => {
@@ -262,6 +305,9 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
       for (const socket of sockets) socket.destroy();
       server.closeAllConnections();
       await closed;
+      if (catalogProblems.length > 0) {
+        throw new Error(`receiver: ${catalogProblems.length} deliveries do not match the event catalog (packages/contracts/src/event-catalog.ts):\n${catalogProblems.join('\n')}`);
+      }
     },
   };
 }
