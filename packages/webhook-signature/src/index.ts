@@ -21,3 +21,4 @@ export {
   type VerifyFailureReason,
   type VerifyScheme,
 } from './verify-delivery';
+export { handleEvent, type SvcEvent, type SvcEventHandlers, type SvcEventName, type SvcEventOf } from './events';

@@ -339,6 +339,7 @@ describe('the gateway against its OpenAPI document', () => {
 
   it('shipments: create (idempotent), batch, list, track, move on, simulate, and their errors', async () => {
     expect((await api('get', '/empresa', c.live)).body.data.modo).toBe('live');
+    expect((await api('get', '/eventos', c.test)).body.data).toHaveLength(12);
     const one = await api('post', '/guias', c.live, { body: guia(1, { referencia: 'PED-1', observaciones: 'Frágil' }), headers: { 'Idempotency-Key': 'openapi-1' } });
     expect(one.status).toBe(201);
     const replay = await api('post', '/guias', c.live, { body: guia(1, { referencia: 'PED-1', observaciones: 'Frágil' }), headers: { 'Idempotency-Key': 'openapi-1' } });
