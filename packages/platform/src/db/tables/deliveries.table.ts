@@ -25,7 +25,8 @@ export interface NewDelivery {
   webhookId: string;
   eventId: string;
   event: EventName;
-  numeroGuia: string;
+  /** Null for a notice (no shipment). */
+  numeroGuia: string | null;
   /** The first attempt; null when it waits for its webhook's turn (deferred). */
   attempt: AttemptRecord | null;
   /** When the next attempt is due: a retry's or a deferred first attempt's time; null once ended. */
