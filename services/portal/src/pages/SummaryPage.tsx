@@ -13,7 +13,8 @@ function problemOf(s: WebhookHealth): string {
     const why = s.desactivacion.motivo === 'GONE' ? 'el endpoint respondió 410 Gone' : 'fallas continuas';
     return `desactivado por la plataforma el ${formatDateTime(s.desactivacion.fecha)} (${why})`;
   }
-  return `${formatNumber(s.fallasConsecutivas)} ${s.fallasConsecutivas === 1 ? 'entrega fallida' : 'entregas fallidas'} seguidas${s.desde ? ` desde ${formatDateTime(s.desde)}` : ''}`;
+  const count = s.fallasConsecutivas === 1 ? '1 entrega fallida' : `${formatNumber(s.fallasConsecutivas)} entregas fallidas seguidas`;
+  return `${count}${s.desde ? ` desde ${formatDateTime(s.desde)}` : ''}`;
 }
 
 export function SummaryPage() {

@@ -74,7 +74,7 @@ export function HealthSection({ webhookId, modo }: { webhookId: string; modo: Mo
     onSuccess: (r) => {
       setAsking(false);
       const omitted = r.omitidas === 1 ? 'Se entregó 1 evento omitido' : `Se entregaron ${formatNumber(r.omitidas)} eventos omitidos`;
-      const resent = r.reenviadas > 0 ? ` y se reenviaron ${formatNumber(r.reenviadas)} entregas fallidas` : '';
+      const resent = r.reenviadas === 0 ? '' : r.reenviadas === 1 ? ' y se reenvió 1 entrega fallida' : ` y se reenviaron ${formatNumber(r.reenviadas)} entregas fallidas`;
       setOutcome(`${omitted}${resent}.${r.omitidas >= 2000 || r.pendientes > 0 ? ' Quedan más: vuelva a recuperar el mismo intervalo.' : ''}`);
       refresh();
     },
