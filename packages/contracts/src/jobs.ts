@@ -1,5 +1,5 @@
 import type { JobsOptions } from 'bullmq';
-import { ESTADOS, SHIPMENT_EVENTS, type EventName, type ShipmentEvent, type ShipmentEventData } from './events';
+import { AUTO_DISABLE_REASONS, ESTADOS, NOTICE_EVENTS, SHIPMENT_EVENTS, type EventName, type LoggedEvent, type ShipmentEventData, type WebhookNoticeData } from './events';
 import { compile, type Validator } from './requests/validator';
 import type { Modo, OutboxRow } from './db/types';
 
@@ -11,14 +11,17 @@ import type { Modo, OutboxRow } from './db/types';
  * without a migration.
  */
 
-/** A committed shipment event, relayed from the outbox. Job id = event id, so a re-add is harmless. */
+/**
+ * A committed shipment event (or a notice about a webhook, extensions.md), relayed from the outbox.
+ * Job id = event id, so a re-add is harmless.
+ */
 export interface ShipmentEventJob {
   eventId: string;
-  evento: ShipmentEvent;
+  evento: LoggedEvent;
   empresaId: string;
-  /** Branch that generated the event (created with a branch token), or null for the company. */
+  /** Branch that generated the event (created with a branch token), or null for the company; for a notice, its webhook's branch. */
   sucursalId: string | null;
-  data: ShipmentEventData;
+  data: LoggedEventData;
   /** ISO time the event's transaction committed (measured just before commit). */
   committedAt: string;
   requestId: string | null;
@@ -70,8 +73,11 @@ export interface DeliveryJob {
   mode?: Modo;
 }
 
-/** What a delivery carries as `data`: a shipment event's fields, or nothing for a PING. */
-export type DeliveryData = ShipmentEventData | Record<string, never>;
+/** What an event of the log carries as `data`: a shipment event's fields, or a notice's. */
+export type LoggedEventData = ShipmentEventData | WebhookNoticeData;
+
+/** What a delivery carries as `data`: an event's fields, or nothing for a PING. */
+export type DeliveryData = LoggedEventData | Record<string, never>;
 
 /** The job of an event as the outbox row records it (committed at the row's creation). */
 export function eventJobOf(
@@ -139,10 +145,32 @@ const eventData = {
   required: ['numeroGuia', 'estado'],
   additionalProperties: false,
 } as const;
+const noticeData = {
+  type: 'object',
+  properties: {
+    webhook: {
+      type: 'object',
+      properties: { id: uuid, url: { type: 'string' }, descripcion: { type: ['string', 'null'] } },
+      required: ['id', 'url', 'descripcion'],
+      additionalProperties: false,
+    },
+    motivo: { type: ['string', 'null'], enum: [...AUTO_DISABLE_REASONS, null] },
+    fallasConsecutivas: { type: 'integer', minimum: 0 },
+    desde: { type: ['string', 'null'] },
+  },
+  required: ['webhook', 'motivo', 'fallasConsecutivas', 'desde'],
+  additionalProperties: false,
+} as const;
+/** A notice carries its own data; a shipment event, the contract's fields. */
+const dataOfEvent = {
+  if: { properties: { evento: { enum: [...NOTICE_EVENTS] } }, required: ['evento'] },
+  then: { properties: { data: noticeData } },
+  else: { properties: { data: eventData } },
+} as const;
 const common = {
   eventId: uuid,
-  evento: { type: 'string', enum: [...SHIPMENT_EVENTS] },
-  data: eventData,
+  evento: { type: 'string', enum: [...SHIPMENT_EVENTS, ...NOTICE_EVENTS] },
+  data: { type: 'object' },
   committedAt: { type: 'string', format: 'date-time' },
   requestId: { type: ['string', 'null'] },
   // Optional: jobs queued before these existed are still well-formed.
@@ -172,6 +200,7 @@ export const JOBS = {
       },
       required: ['eventId', 'evento', 'empresaId', 'sucursalId', 'data', 'committedAt', 'requestId'],
       additionalProperties: false,
+      ...dataOfEvent,
     }),
   } satisfies JobContract<ShipmentEventJob>,
   delivery: {
@@ -193,7 +222,7 @@ export const JOBS = {
       type: 'object',
       properties: {
         ...common,
-        evento: { type: 'string', enum: [...SHIPMENT_EVENTS, 'PING'] },
+        evento: { type: 'string', enum: [...SHIPMENT_EVENTS, ...NOTICE_EVENTS, 'PING'] },
         data: { type: 'object' },
         deliveryId: uuid,
         attempt: { type: 'integer', minimum: 1, maximum: DELIVERY_MAX_ATTEMPTS },
@@ -203,10 +232,10 @@ export const JOBS = {
       },
       required: ['deliveryId', 'attempt', 'webhookId', 'eventId', 'evento', 'data', 'committedAt', 'requestId'],
       additionalProperties: false,
-      // A PING (resent) carries `{}`; a shipment event its own fields.
+      // A PING (resent) carries `{}`; a notice and a shipment event their own fields.
       if: { properties: { evento: { const: 'PING' } }, required: ['evento'] },
       then: { properties: { data: { type: 'object', maxProperties: 0 } } },
-      else: { properties: { data: eventData } },
+      else: dataOfEvent,
     }),
   } satisfies JobContract<DeliveryJob>,
 } as const;

@@ -45,3 +45,17 @@ export interface Actividad {
   detalle: Record<string, unknown> | null;
   createdAt: string;
 }
+
+/** A webhook's health (`GET /webhooks/{id}/salud`, extensions.md Endpoint health); the portal's lists carry it too. */
+export interface WebhookHealth {
+  estado: 'saludable' | 'degradado' | 'fallando' | 'desactivado';
+  desde: string | null;
+  ultimoExito: string | null;
+  fallasConsecutivas: number;
+  desactivacion: { fecha: string; por: 'sistema' | 'empresa' | 'operador'; motivo: 'FALLAS_CONTINUAS' | 'GONE' | null } | null;
+}
+
+/** `GET /webhooks/{id}/salud`: the health and the last 24 hours' deliveries by state. */
+export interface WebhookHealthDetail extends WebhookHealth {
+  ultimas24h: { exitosas: number; fallidas: number; pendientes: number };
+}

@@ -86,6 +86,18 @@ export class SettingsReader {
     return n;
   }
 
+  /** A number that may have a fraction (hours as `0.001`), from `min` to `max`. */
+  number(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n < min || n > max) {
+      this.problems.push(`${name}=${JSON.stringify(raw)} must be a number from ${min} to ${max}`);
+      return fallback;
+    }
+    return n;
+  }
+
   url(name: string, fallback: string, protocols: string[]): string {
     const v = this.string(name, fallback);
     try {

@@ -88,3 +88,33 @@ export async function attemptDelivery(sender: WebhookSender, input: AttemptInput
   const outcome = await sender.send(input.url, body, deliveryHeaders(body, input, at));
   return { ...outcome, timestamp };
 }
+
+/** A notice to the operator (OPERATOR_NOTIFY_URL): not a webhook's delivery, so its body names the company instead. */
+export interface OperatorNoticeInput {
+  url: string;
+  /** OPERATOR_NOTIFY_SECRET: never log it. */
+  secret: string;
+  /** The notice's event id: `webhook-id` and `X-Request-Id`, the same on every attempt. */
+  noticeId: string;
+  event: string;
+  empresaId: string;
+  data: object;
+  mode: DeliveryMode;
+}
+
+/**
+ * One attempt of a notice to the operator: the body `{event, timestamp, empresaId, data}`, signed
+ * and sent as a delivery is (the same headers, guard and timeout), with no `X-SVC-Secuencia`.
+ */
+export async function attemptOperatorNotice(sender: WebhookSender, input: OperatorNoticeInput): Promise<AttemptOutcome> {
+  const at = new Date();
+  const timestamp = at.toISOString();
+  const body = JSON.stringify({ event: input.event, timestamp, empresaId: input.empresaId, data: input.data });
+  const headers = deliveryHeaders(
+    body,
+    { secret: input.secret, previousSecret: null, deliveryId: input.noticeId, eventId: input.noticeId, event: input.event, sequence: null, mode: input.mode },
+    at,
+  );
+  const outcome = await sender.send(input.url, body, headers);
+  return { ...outcome, timestamp };
+}

@@ -1,5 +1,5 @@
 import { QUEUED_BOUND } from './reconcile/deferral.scheduler';
-import { loadSettings, type CommonSettings } from '@svc/platform';
+import { loadSettings, type CommonSettings, type SettingsReader } from '@svc/platform';
 
 /**
  * Every setting of the dispatcher, parsed once at start from the environment (and `.env`): the
@@ -58,6 +58,19 @@ export interface DispatcherConfig extends CommonSettings {
    * whatever their age; shipments and their history are never removed. Default 30.
    */
   retentionDays: number;
+  /**
+   * WEBHOOK_DISABLE_AFTER_HOURS (default 120, fractions allowed: 0.001 is 3.6 s) and
+   * WEBHOOK_DISABLE_MIN_FAILURES (default 10): a webhook every delivery of which has failed for at
+   * least that long, with at least that many failures, is deactivated by the platform
+   * (health/endpoint-health.ts); WEBHOOK_FALLANDO goes out once it has that many failures.
+   */
+  disableAfterMs: number;
+  disableMinFailures: number;
+  /**
+   * OPERATOR_NOTIFY_URL and OPERATOR_NOTIFY_SECRET: where the notices about failing and deactivated
+   * webhooks are also POSTed, signed with the secret (required with the URL); unset: nowhere.
+   */
+  operatorNotify: { url: string; secret: string } | undefined;
 }
 
 /** DISPATCHER_CONCURRENCY's default (docs/operations.md): the floor the adaptive limit starts from. */
@@ -68,6 +81,21 @@ const DEFAULT_CONCURRENCY = 50;
  * (docs/decisions/0007-adaptive-in-flight.md).
  */
 const DEFAULT_MAX_IN_FLIGHT = 2000;
+
+/** WEBHOOK_DISABLE_AFTER_HOURS's default: 5 days, as Svix waits before disabling an endpoint. */
+const DEFAULT_DISABLE_AFTER_HOURS = 120;
+/** WEBHOOK_DISABLE_MIN_FAILURES's default: a webhook that seldom gets events is not deactivated on two or three. */
+const DEFAULT_DISABLE_MIN_FAILURES = 10;
+const HOUR_MS = 3_600_000;
+
+function operatorNotifyOf(r: SettingsReader): DispatcherConfig['operatorNotify'] {
+  const url = r.optional('OPERATOR_NOTIFY_URL');
+  const secret = r.optional('OPERATOR_NOTIFY_SECRET');
+  if (url === undefined) return undefined;
+  r.url('OPERATOR_NOTIFY_URL', url, ['https:']);
+  r.check('OPERATOR_NOTIFY_SECRET', secret !== undefined, 'is required when OPERATOR_NOTIFY_URL is set (it signs the notices)');
+  return secret === undefined ? undefined : { url, secret };
+}
 
 export function loadDispatcherConfig(env: Record<string, string | undefined> = process.env): DispatcherConfig {
   return loadSettings('dispatcher', env, (r) => {
@@ -87,6 +115,9 @@ export function loadDispatcherConfig(env: Record<string, string | undefined> = p
       reconcileIntervalMs: r.int('RECONCILE_INTERVAL_MS', 10_000, 100, 3_600_000),
       reconcileGraceMs: r.int('RECONCILE_GRACE_MS', 30_000, 100, 86_400_000),
       retentionDays: r.int('RETENTION_DAYS', 30, 1, 36_500),
+      disableAfterMs: r.number('WEBHOOK_DISABLE_AFTER_HOURS', DEFAULT_DISABLE_AFTER_HOURS, 0, 100_000) * HOUR_MS,
+      disableMinFailures: r.int('WEBHOOK_DISABLE_MIN_FAILURES', DEFAULT_DISABLE_MIN_FAILURES, 1, 1_000_000),
+      operatorNotify: operatorNotifyOf(r),
     };
   });
 }

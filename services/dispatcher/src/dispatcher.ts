@@ -29,6 +29,7 @@ import { createInFlightGovernor } from './concurrency/in-flight.governor';
 import { oldestOverdueAge } from './deliveries/delivery.repository';
 import { oldestUnfannedAge } from './outbox/outbox.repository';
 import { createPostgresWatch } from './support/postgres-watch';
+import { createEndpointHealth } from './health/endpoint-health';
 
 /**
  * Jobs the delivery worker takes per send slot. Each of its jobs holds its send (a dead endpoint's
@@ -78,7 +79,16 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
 
     const { db, pool, secrets } = stores;
     const postgres = createPostgresWatch((listener) => pool.on('error', listener));
-    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue: queues.deliveryQueue, slots, metrics, logger, postgres, secrets });
+    const health = createEndpointHealth({
+      db,
+      sender,
+      eventsQueue: queues.eventsQueue,
+      logger,
+      autoDisabled: metrics.autoDisabled,
+      rule: { afterMs: config.disableAfterMs, minFailures: config.disableMinFailures },
+      operator: config.operatorNotify,
+    });
+    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue: queues.deliveryQueue, slots, metrics, logger, postgres, secrets, health });
     const fanOut = createFanOut({ db, deliveries, postgres, metrics, secrets });
 
     const workers = startWorkers(config, stores, { fanOut, deliveries });
@@ -91,6 +101,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       slots.close();
       await closing;
       await Promise.all([fanOut.drain(), deliveries.drain()]);
+      await health.drain();
     });
 
     const { reconciler, retention } = startPeriodicTasks(config, db, queues, logger, metrics, undo);

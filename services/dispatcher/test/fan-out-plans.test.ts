@@ -66,7 +66,7 @@ describe('the fan-out statements on a generic plan', () => {
     const plan = (
       // EXECUTE takes no bind parameters; the values are uuids read from the database.
       await pool.query<{ 'QUERY PLAN': string }>(
-        `explain (costs off) execute find_routed_deliveries('{${known}}', '{GUIA_CREADA}', '{${empresaId}}', '{NULL}', '{live}')`,
+        `explain (costs off) execute find_routed_deliveries('{${known}}', '{GUIA_CREADA}', '{${empresaId}}', '{NULL}', '{live}', '{NULL}')`,
       )
     ).rows
       .map((r) => r['QUERY PLAN'])

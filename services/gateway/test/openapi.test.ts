@@ -445,6 +445,10 @@ describe('the gateway against its OpenAPI document', () => {
     expect((await api('post', `/webhooks/${id}/recuperar`, c.live, { body: { desde } })).body.data).toEqual({ reenviadas: 0, pendientes: 0 });
     await api('post', `/webhooks/${id}/test`, c.live);
     expect((await api('post', `/webhooks/${id}/recuperar`, c.live, { body: { desde, hasta: new Date(Date.now() + 60_000).toISOString() } })).body.data).toEqual({ reenviadas: 1, pendientes: 0 });
+    // Its health, and the replay of what it missed (nothing: it was never inactive).
+    expect((await api('get', `/webhooks/${id}/salud`, c.live)).body.data).toMatchObject({ estado: 'saludable', desactivacion: null });
+    expect((await api('post', `/webhooks/${id}/recuperar`, c.live, { body: { desde, omitidas: true } })).body.data).toEqual({ reenviadas: 0, pendientes: 0, omitidas: 0 });
+    expect((await api('get', `/webhooks/00000000-0000-4000-8000-000000000000/salud`, c.live)).status).toBe(404);
     // Errors.
     expect((await api('get', `/webhooks/${id}/entregas?estado=perdida`, c.live)).status).toBe(400);
     expect((await api('get', `/webhooks/${id}/entregas/no-such-delivery`, c.live)).status).toBe(404);
@@ -503,6 +507,7 @@ describe('the gateway against its OpenAPI document', () => {
     expect((await portal('get', `/webhooks/${wid}/entregas/${eid}?modo=live`)).status).toBe(200);
     expect((await portal('post', `/webhooks/${wid}/entregas/${eid}/reenviar?modo=live`)).status).toBe(202);
     expect((await portal('post', `/webhooks/${wid}/recuperar?modo=live`, { body: { desde: new Date(Date.now() - 3600_000).toISOString() } })).status).toBe(202);
+    expect((await portal('get', `/webhooks/${wid}/salud?modo=live`)).status).toBe(200);
     expect((await portal('delete', `/webhooks/${wid}?modo=live`)).body.data).toEqual({ id: wid, activo: false });
     expect((await portal('delete', `/webhooks/${wid}?modo=live`)).status).toBe(409);
     expect((await portal('patch', `/webhooks/${wid}?modo=live`, { body: { activo: true } })).body.data.activo).toBe(true);

@@ -4,7 +4,8 @@
 import type { ErrorCode } from '../../../packages/contracts/src/errors';
 import type { EntregaDetalle as Entrega } from '../../../packages/contracts/src/wire-shapes';
 import { formatDateTime } from './format';
-export type { Actividad, Attempt, EntregaDetalle as Entrega } from '../../../packages/contracts/src/wire-shapes';
+export type { Actividad, Attempt, EntregaDetalle as Entrega, WebhookHealth, WebhookHealthDetail } from '../../../packages/contracts/src/wire-shapes';
+import type { WebhookHealth } from '../../../packages/contracts/src/wire-shapes';
 /** The shipment events a webhook may subscribe to. */
 export { SHIPMENT_EVENTS as EVENTOS } from '../../../packages/contracts/src/events';
 
@@ -165,6 +166,8 @@ export interface Resumen {
   reiniciaEn: string;
   webhooksActivos: Record<Modo, number>;
   entregas: { porHora: Record<Modo, DeliveryHour[]>; pendientes: Record<Modo, number> };
+  /** The company's failing webhooks and those the platform deactivated (both modes). */
+  webhooksConProblemas: Array<{ id: string; url: string; descripcion: string | null; modo: Modo; sucursalId: string | null; salud: WebhookHealth }>;
 }
 
 export interface TokenPair {
@@ -181,6 +184,7 @@ export interface LastDelivery {
 export interface WebhookRow extends WebhookDetail {
   sucursalId: string | null;
   ultimoDelivery: LastDelivery | null;
+  salud: WebhookHealth;
 }
 
 export interface WebhookCreated {

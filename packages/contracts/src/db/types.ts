@@ -1,6 +1,6 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
 import type { AttemptErrorClass } from '../attempts';
-import type { Estado, ShipmentEvent, ShipmentEventData, EventName } from '../events';
+import type { AutoDisableReason, DeactivatedBy, Estado, LoggedEvent, ShipmentEvent, ShipmentEventData, EventName, WebhookNoticeData } from '../events';
 
 /** A timestamptz with a default: optional on insert. */
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -76,8 +76,9 @@ export interface OutboxTable {
   id: string;
   empresa_id: string;
   sucursal_id: string | null;
-  evento: ShipmentEvent;
-  data: Json<ShipmentEventData>;
+  /** A shipment event, or a notice about one of the company's webhooks (its data a WebhookNoticeData). */
+  evento: LoggedEvent;
+  data: Json<ShipmentEventData | WebhookNoticeData>;
   request_id: string | null;
   created_at: Timestamp;
   /** Set once the relay has added the event to the queue. */
@@ -116,6 +117,22 @@ export interface WebhooksTable {
   activo: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /**
+   * Its health (migration 20261202100000), kept by the dispatcher as deliveries end
+   * (tables/webhooks.table.ts, `recordHealth`): deliveries ended `fallida` since the last success
+   * (PINGs not counted), when the first of them ended, the last success and the last failure, when
+   * its current run of successes began, and when it last sent WEBHOOK_FALLANDO.
+   */
+  salud_fallas: Generated<number>;
+  salud_fallando_desde: NullableTimestamp;
+  salud_ultimo_exito: NullableTimestamp;
+  salud_ultima_falla: NullableTimestamp;
+  salud_estable_desde: NullableTimestamp;
+  salud_aviso_en: NullableTimestamp;
+  /** The last deactivation: when, by whom, and for `sistema` why; null while it never was deactivated. */
+  desactivado_en: NullableTimestamp;
+  desactivado_por: ColumnType<DeactivatedBy | null, DeactivatedBy | null | undefined, DeactivatedBy | null>;
+  desactivado_motivo: ColumnType<AutoDisableReason | null, AutoDisableReason | null | undefined, AutoDisableReason | null>;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { SHIPMENT_EVENTS, type ShipmentEvent } from '../events';
+import { SHIPMENT_EVENTS, SUBSCRIBABLE_EVENTS, type LoggedEvent, type ShipmentEvent } from '../events';
 import type { PlanPersonalizado } from '../db/types';
 import { compile } from './validator';
 
@@ -61,7 +61,8 @@ export const validateSucursalCreate = compile<{ nombre: string }>({
 
 export interface WebhookCreate {
   url: string;
-  eventos?: ShipmentEvent[];
+  /** Shipment events and notices by name; empty or absent: every shipment event (never a notice). */
+  eventos?: LoggedEvent[];
   descripcion?: string | null;
 }
 
@@ -70,7 +71,7 @@ export type WebhookPatch = Partial<WebhookCreate> & { activo?: boolean };
 
 const webhookProperties = {
   url: { type: 'string', minLength: 1, maxLength: 2048 },
-  eventos: { type: 'array', items: { type: 'string', enum: [...SHIPMENT_EVENTS] }, maxItems: 50, uniqueItems: true },
+  eventos: { type: 'array', items: { type: 'string', enum: [...SUBSCRIBABLE_EVENTS] }, maxItems: 50, uniqueItems: true },
   descripcion: { type: ['string', 'null'], maxLength: 200 },
 };
 
@@ -106,11 +107,13 @@ export const validateSecretRotation = compile<SecretRotation>({
 export interface RecoveryRequest {
   desde: string;
   hasta?: string;
+  /** Also the events the webhook missed while it was inactive (extensions.md, Endpoint health). */
+  omitidas?: boolean;
 }
 
 export const validateRecoveryRequest = compile<RecoveryRequest>({
   type: 'object',
-  properties: { desde: { type: 'string', minLength: 1, maxLength: 64 }, hasta: { type: 'string', minLength: 1, maxLength: 64 } },
+  properties: { desde: { type: 'string', minLength: 1, maxLength: 64 }, hasta: { type: 'string', minLength: 1, maxLength: 64 }, omitidas: { type: 'boolean' } },
   required: ['desde'],
   additionalProperties: false,
 });

@@ -93,3 +93,20 @@ export async function oldestOverdueAge(db: Db): Promise<number> {
     .executeTakeFirstOrThrow();
   return row.age === null ? 0 : Math.max(0, Number(row.age));
 }
+
+/**
+ * The deliveries among `ids` whose every attempt, `attempts` of them at least, answered `status`
+ * (the GONE rule: 3 attempts, each a 410). Read only when a delivery has ended failed with that
+ * status on its last attempt, so a healthy webhook never pays it.
+ */
+export async function answeredAlways(db: Db, ids: readonly string[], status: number, attempts: number): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('entrega_intentos')
+    .select('entrega_id')
+    .where('entrega_id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
+    .groupBy('entrega_id')
+    .having(sql<boolean>`count(*) >= ${attempts} and bool_and(status_code = ${status})`)
+    .execute();
+  return new Set(rows.map((r) => r.entrega_id));
+}

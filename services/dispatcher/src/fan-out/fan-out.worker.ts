@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import { parse as parseUuid, v5 as uuidv5 } from 'uuid';
-import { deliveryJobOf, JOBS, type DeliveryJob, type ShipmentEventJob } from '@svc/contracts';
+import { deliveryJobOf, isNoticeEvent, JOBS, type DeliveryJob, type ShipmentEventJob } from '@svc/contracts';
 import { validPayload, type Db, type SecretBox, type WebhookTargetRow } from '@svc/platform';
 import { createMicroBatcher, type MicroBatchOptions } from '../support/micro-batch';
 import type { PostgresWatch } from '../support/postgres-watch';
@@ -49,6 +49,12 @@ const POSTGRES_ANSWERED_WITHIN_MS = 1000;
 /** An event queued before events carried a mode is live: only live shipments emitted then. */
 const routeKeyOf = (e: ShipmentEventJob): RouteKey => ({ companyId: e.empresaId, mode: e.mode ?? 'live', branchId: e.sucursalId, event: e.evento });
 
+/** The webhook a notice is about; null for a shipment event. */
+const aboutOf = (e: ShipmentEventJob): string | null => ('webhook' in e.data ? e.data.webhook.id : null);
+
+/** The shipment of an event's deliveries; null for a notice. */
+const shipmentOf = (e: ShipmentEventJob): string | null => ('numeroGuia' in e.data ? e.data.numeroGuia : null);
+
 /**
  * Turns each event into one delivery per routed, subscribed, active webhook of the event's mode,
  * and hands them to the delivery pipeline, which makes their first attempts in this job and
@@ -74,7 +80,7 @@ export function createFanOut(deps: {
   const router = createMicroBatcher<ShipmentEventJob, RoutedDelivery<ReadTarget>[]>(async (events) => {
     // A stalled job can be run twice at once; one entry per event is enough.
     const byId = new Map(events.map((e) => [e.eventId, e]));
-    const routable = [...byId.values()].map((e) => ({ eventId: e.eventId, ...routeKeyOf(e) }));
+    const routable = [...byId.values()].map((e) => ({ eventId: e.eventId, about: aboutOf(e), ...routeKeyOf(e) }));
     const { routes, versions } = await postgres.observe(findRoutedDeliveries<WebhookTargetRow>(db, routedWebhooks(routable)));
     // One statement sees each webhook once, however many of its events it routes: opened once.
     const opened = new Map<string, ReadTarget>();
@@ -88,6 +94,8 @@ export function createFanOut(deps: {
       else perEvent.set(r.eventId, [route]);
     }
     for (const e of byId.values()) {
+      // A notice's routes leave out the webhook it is about: they hold for that notice only.
+      if (isNoticeEvent(e.evento)) continue;
       const version = versions.get(e.eventId);
       if (version !== undefined) routesCache.put(routeKeyOf(e), version, (perEvent.get(e.eventId) ?? []).map((r) => r.webhook));
     }
@@ -101,7 +109,7 @@ export function createFanOut(deps: {
    * later, while Postgres answers. Otherwise undefined: the routes are read.
    */
   function heldRoutes(job: Job<unknown>, event: ShipmentEventJob): RoutedDelivery<ReadTarget>[] | undefined {
-    if (job.attemptsStarted !== 1 || event.webhooksVersion === undefined) return undefined;
+    if (job.attemptsStarted !== 1 || event.webhooksVersion === undefined || isNoticeEvent(event.evento)) return undefined;
     if (!postgres.answeredWithin(POSTGRES_ANSWERED_WITHIN_MS)) return undefined;
     const held = routesCache.get(routeKeyOf(event), event.webhooksVersion);
     return held?.map((webhook) => ({ eventId: event.eventId, webhook, existing: null }));
@@ -128,7 +136,7 @@ export function createFanOut(deps: {
         unsent.push(deliveryJobOf(event, { deliveryId: existing.id, attempt: 1, webhookId }));
       }
     }
-    await deliveries.deliverEvent({ eventId: event.eventId, numeroGuia: event.data.numeroGuia, fresh, unsent, retries });
+    await deliveries.deliverEvent({ eventId: event.eventId, numeroGuia: shipmentOf(event), fresh, unsent, retries });
     return fresh.length + retries.length + unsent.length;
   }
 

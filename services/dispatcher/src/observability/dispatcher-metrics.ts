@@ -55,6 +55,7 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
 
   const jobsFailed = m.counter('svc_jobs_failed_total', 'Jobs that ended failed for a reason other than a receiver failing 3 attempts, by queue and reason (malformed, retries_exhausted)', ['queue', 'reason']);
   const retentionRemoved = m.counter('svc_retention_removed_total', 'Rows removed past RETENTION_DAYS by the retention, by table (entregas, entrega_intentos, outbox)', ['table']);
+  const autoDisabled = m.counter('svc_webhooks_auto_disabled_total', 'Webhooks the platform deactivated, by motivo (FALLAS_CONTINUAS, GONE)', ['motivo']);
   const reconcilerRequeued = m.counter('svc_reconciler_requeued_total', 'Work queued again by the reconciler because Redis no longer held it, by kind (event, delivery)', ['kind']);
   // Postgres away: the gauges keep their last values and /readyz reports the outage.
   m.gauge('svc_oldest_overdue_delivery_seconds', 'How long the most overdue pending delivery has been due (0 when none)', [], async function () {
@@ -102,6 +103,7 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
     jobsFailed,
     reconcilerRequeued,
     retentionRemoved,
+    autoDisabled,
     deliveries,
     attempts,
     attemptDuration,

@@ -12,7 +12,8 @@ import { settle } from './settle.stage';
 /** An event's deliveries, as the fan-out found them from its routes. */
 export interface EventDeliveries {
   eventId: string;
-  numeroGuia: string;
+  /** Null for a notice. */
+  numeroGuia: string | null;
   /** Deliveries with no row yet, each with its webhook's target: their first attempts. */
   fresh: Array<{ delivery: DeliveryJob; target: ReadTarget }>;
   /** Recorded before their first attempt (deferred, or by an earlier version), with no job of their own. */

@@ -30,7 +30,7 @@ export async function recordAttempt(ctx: DeliveryContext, attempted: Attempted):
  */
 export async function recordEvent(
   ctx: DeliveryContext,
-  event: { eventId: string; numeroGuia: string; complete: boolean },
+  event: { eventId: string; numeroGuia: string | null; complete: boolean },
   attempted: readonly Attempted[],
 ): Promise<Recorded[]> {
   const rows = attempted.map((a) => newDelivery(a, event.numeroGuia));
@@ -41,7 +41,7 @@ export async function recordEvent(
   return attempted.map((a) => ({ ...a, recorded: inserted.has(a.delivery.deliveryId) }));
 }
 
-const newDelivery = (a: Attempted, numeroGuia: string): NewDelivery => ({
+const newDelivery = (a: Attempted, numeroGuia: string | null): NewDelivery => ({
   id: a.delivery.deliveryId,
   webhookId: a.delivery.webhookId,
   eventId: a.delivery.eventId,

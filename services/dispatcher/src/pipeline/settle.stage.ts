@@ -29,10 +29,13 @@ export async function settle(ctx: DeliveryContext, recorded: Recorded): Promise<
   if (outcome.ok) {
     ctx.metrics.eventToDelivery.observe(Math.max(0, endedAt - Date.parse(delivery.committedAt)) / 1000);
     reportFinished(ctx, delivery, 'success', fields);
+    ctx.health?.ended(delivery, { ok: true, at: endedAt, statusCode: outcome.statusCode });
     return 'success';
   }
   if (verdict.kind === 'final') {
     reportFinished(ctx, delivery, 'failure', fields);
+    // Its webhook's health (a batched count, never awaited here): deactivation and notices follow from it.
+    ctx.health?.ended(delivery, { ok: false, at: endedAt, statusCode: outcome.statusCode });
     return 'failure';
   }
   ctx.logger.debug({ deliveryId: delivery.deliveryId, webhook: delivery.webhookId, requestId: delivery.requestId, ...fields }, 'attempt failed; will retry');

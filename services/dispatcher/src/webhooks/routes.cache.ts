@@ -1,4 +1,4 @@
-import type { Modo, ShipmentEvent } from '@svc/contracts';
+import type { LoggedEvent, Modo } from '@svc/contracts';
 
 /** What decides an event's routes: its company, and within it its mode, its branch and its name. */
 export interface RouteKey {
@@ -6,7 +6,7 @@ export interface RouteKey {
   mode: Modo;
   /** The branch that generated the event, or null for the company. */
   branchId: string | null;
-  event: ShipmentEvent;
+  event: LoggedEvent;
 }
 
 export interface RoutesCache<W> {

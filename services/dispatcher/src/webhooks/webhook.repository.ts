@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import {
+  routesEvent,
   SealedSecretError,
   WEBHOOK_TARGET_COLUMNS,
   webhookTargetOf,
@@ -16,6 +17,8 @@ import type { RouteKey } from './routes.cache';
 /** An event to route: its id and what decides its routes (the mode of its shipment among them). */
 export interface RoutableEvent extends RouteKey {
   eventId: string;
+  /** For a notice, the webhook it is about (it never receives it); null for a shipment event. */
+  about?: string | null;
 }
 
 /**
@@ -24,11 +27,11 @@ export interface RoutableEvent extends RouteKey {
  * saw it, as a fragment for the fan-out's read (one round trip per batch). An event that goes
  * nowhere still has one row, its webhook's columns null: the count says as of when it went nowhere.
  *
- * Routing: an event reaches webhooks of its own mode only (a sandbox shipment's, test webhooks; a
+ * Routing: the one rule, `routesEvent` (@svc/platform, tables/webhooks.table.ts), for the active
+ * webhooks: an event reaches webhooks of its own mode only (a sandbox shipment's, test webhooks; a
  * live one's, live webhooks). Within the mode, an event of the company reaches the webhooks with no
- * branch; an event of a branch reaches those and the branch's own (`sucursal_id = null` never
- * matches, so a company event skips branch webhooks). Subscription: an empty `eventos` takes every
- * event.
+ * branch; an event of a branch reaches those and the branch's own. Subscription: an empty `eventos`
+ * takes every shipment event; a notice goes only to webhooks that name it, never to its own webhook.
  */
 export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<NullableWebhookRow & { event_id: string; webhooks_version: string }> {
   return sql`
@@ -38,17 +41,15 @@ export function routedWebhooks(events: readonly RoutableEvent[]): RawBuilder<Nul
       ${sql.val(events.map((e) => e.event))}::text[],
       ${sql.val(events.map((e) => e.companyId))}::uuid[],
       ${sql.val(events.map((e) => e.branchId))}::uuid[],
-      ${sql.val(events.map((e) => e.mode))}::text[]
-    ) as ev(event_id, evento, empresa_id, sucursal_id, modo)
+      ${sql.val(events.map((e) => e.mode))}::text[],
+      ${sql.val(events.map((e) => e.about ?? null))}::uuid[]
+    ) as ev(event_id, evento, empresa_id, sucursal_id, modo, about)
     left join webhook_versions wv on wv.empresa_id = ev.empresa_id
     left join lateral (
       select ${sql.join(WEBHOOK_TARGET_COLUMNS.map((c) => sql.ref(`w.${c}`)))}
       from webhooks w
-      where w.empresa_id = ev.empresa_id
-        and w.modo = ev.modo
-        and w.activo
-        and (w.sucursal_id is null or w.sucursal_id = ev.sucursal_id)
-        and (cardinality(w.eventos) = 0 or ev.evento = any(w.eventos))
+      where w.activo
+        and ${routesEvent('w', { empresaId: sql.ref('ev.empresa_id'), modo: sql.ref('ev.modo'), sucursalId: sql.ref('ev.sucursal_id'), evento: sql.ref('ev.evento'), about: sql.ref('ev.about') })}
       -- Not flattened: the statement's generic plan outlives the statistics it was made with, and
       -- each event must stay one probe of webhooks_routing_idx however many webhooks there are.
       offset 0

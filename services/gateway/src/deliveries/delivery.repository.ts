@@ -1,6 +1,6 @@
 import { sql, type ExpressionBuilder, type RawBuilder, type SelectQueryBuilder } from 'kysely';
-import { insertResendsOf, type Db, type Transaction } from '@svc/platform';
-import type { AttemptErrorClass, Database, DeliveryState, EventName, Modo, ShipmentEventData, Webhook } from '@svc/contracts';
+import { insertOmittedOf, insertResendsOf, routesEvent, type Db, type Transaction } from '@svc/platform';
+import type { AttemptErrorClass, Database, DeliveryState, EventName, LoggedEventData, Modo, Webhook } from '@svc/contracts';
 import type { CompanyScope } from '../companies/company-scope';
 
 /**
@@ -265,7 +265,7 @@ export async function attemptsOf(db: Db, ids: readonly string[]): Promise<Map<st
 
 /** The event a resend sends again, as the outbox records it; null for a PING (it has no event). */
 export interface ResentEvent {
-  data: ShipmentEventData;
+  data: LoggedEventData;
   sequence: number | null;
   modo: Modo;
 }
@@ -304,7 +304,7 @@ async function insertResends(
   limit: number,
 ): Promise<{ resends: Resent[]; last: RecoveryPosition | undefined }> {
   const result = await sql<
-    LoggedRow & { event_data: ShipmentEventData | null; event_sequence: number | null; event_modo: Modo | null; original_at: string }
+    LoggedRow & { event_data: LoggedEventData | null; event_sequence: number | null; event_modo: Modo | null; original_at: string }
   >`
     with picked as (
       select e.id, e.webhook_id, e.evento_id, e.evento, e.numero_guia, e.created_at, ev.event_data, ev.event_sequence, ev.event_modo
@@ -374,6 +374,41 @@ export async function insertRecoveryResends(
   return insertResends(trx, recoverable(webhookId, window, after), eventFields, limit);
 }
 
+/**
+ * Delivers what the webhook missed while it was inactive (`recuperar` with `omitidas`): the events
+ * of the window, created since the webhook was and already fanned out (so the fan-out makes no
+ * delivery of them any more), that the routing rule (`routesEvent`, the fan-out's, without
+ * `activo`) gives it today and of which it has no delivery, the oldest `limit`, each as a new
+ * delivery under its event's id. Run it in the transaction that holds the webhook's lock: a
+ * second replay of the window finds these and makes none again.
+ */
+export async function insertOmittedDeliveries(trx: Transaction, webhookId: string, window: RecoveryWindow, limit: number): Promise<Resent[]> {
+  const result = await sql<LoggedRow & { event_data: LoggedEventData; event_sequence: number | null; event_modo: Modo }>`
+    with picked as (
+      select w.id as webhook_id, o.id as evento_id, o.evento, o.data ->> 'numeroGuia' as numero_guia,
+        o.data as event_data, o.secuencia as event_sequence, o.modo as event_modo, o.created_at as event_at
+      from webhooks w
+      join outbox o on o.empresa_id = w.empresa_id and o.created_at >= ${window.desde} and o.created_at < ${window.hasta} and o.created_at >= w.created_at
+      where w.id = ${webhookId}
+        and o.repartido_en is not null
+        and ${routesEvent('w', {
+          empresaId: sql.ref('o.empresa_id'),
+          modo: sql.ref('o.modo'),
+          sucursalId: sql.ref('o.sucursal_id'),
+          evento: sql.ref('o.evento'),
+          about: sql`(o.data -> 'webhook' ->> 'id')::uuid`,
+        })}
+        and not exists (select 1 from entregas e where e.evento_id = o.id and e.webhook_id = w.id)
+      order by o.created_at, o.id
+      limit ${limit}
+    ), ins as (${insertOmittedOf('picked')})
+    select ins.*, picked.event_data, picked.event_sequence, picked.event_modo
+    from ins join picked on picked.evento_id = ins.evento_id
+    order by picked.event_at, picked.evento_id
+  `.execute(trx);
+  return result.rows.map((r) => ({ ...toLogged(r), event: { data: r.event_data, sequence: r.event_sequence, modo: r.event_modo } }));
+}
+
 /** How many deliveries a recovery of the window would still resend: its answer's `pendientes`. */
 export async function countRecoverable(db: Db, webhookId: string, window: RecoveryWindow, eventFields: EventFields): Promise<number> {
   const { rows } = await sql<{ n: string }>`
@@ -383,6 +418,20 @@ export async function countRecoverable(db: Db, webhookId: string, window: Recove
     where ${recoverable(webhookId, window, undefined)} and ${EVENT_KEPT}
   `.execute(db);
   return Number(rows[0]?.n ?? 0);
+}
+
+/** A webhook's deliveries created since `since`, by state (its health's `ultimas24h`); PINGs, tests of the endpoint, left out. */
+export async function deliveriesSince(db: Db, webhookId: string, since: Date, reader: LogReader = 'all'): Promise<Record<DeliveryState, number>> {
+  const q = db
+    .selectFrom('entregas')
+    .select(['estado', (eb) => eb.fn.countAll<string>().as('n')])
+    .where('webhook_id', '=', webhookId)
+    .where('created_at', '>=', since)
+    .where('evento', '<>', 'PING');
+  const rows = await seenBy(q, reader).groupBy('estado').execute();
+  const out: Record<DeliveryState, number> = { pendiente: 0, exitosa: 0, fallida: 0 };
+  for (const r of rows) out[r.estado] = Number(r.n);
+  return out;
 }
 
 // ---- the portal's summaries ------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import {
   findLoggedDelivery,
   hourlyDeliveries,
   countRecoverable,
+  insertOmittedDeliveries,
   insertRecoveryResends,
   insertResend,
   listDeliveryLog,
@@ -157,6 +158,7 @@ export const RECOVERY_CALL_LIMIT = 2000;
 export async function recoverDeliveries(deps: Deps, scope: CompanyScope, id: string, body: RecoveryRequest, now: Date, requestId: string, usuario: string) {
   const window = recoveryWindow(body, now);
   const w = await requireWebhook(deps.db, scope, id);
+  const omitidas = body.omitidas === true ? await replayOmitted(deps, scope, w, window, requestId) : undefined;
   let reenviadas = 0;
   let after: RecoveryPosition | undefined;
   let pendientes: number | undefined;
@@ -177,7 +179,7 @@ export async function recoverDeliveries(deps: Deps, scope: CompanyScope, id: str
         accion: 'deliveries.recovered',
         sucursalId: locked.sucursal_id,
         webhookId: w.id,
-        detalle: { desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), reenviadas: total },
+        detalle: { desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), reenviadas: total, ...(omitidas === undefined ? {} : { omitidas }) },
       });
       return { made, left };
     });
@@ -191,7 +193,32 @@ export async function recoverDeliveries(deps: Deps, scope: CompanyScope, id: str
     { webhook: w.id, reenviadas, pendientes, desde: window.desde.toISOString(), hasta: window.hasta.toISOString(), requestId },
     'deliveries recovered',
   );
-  return { reenviadas, pendientes };
+  return omitidas === undefined ? { reenviadas, pendientes } : { reenviadas, pendientes, omitidas };
+}
+
+/**
+ * `omitidas: true`: the events the webhook missed while it was inactive (`insertOmittedDeliveries`),
+ * oldest first, in batches of RECOVERY_BATCH_SIZE, each in its own transaction under the webhook's
+ * lock, at most RECOVERY_CALL_LIMIT per call (a next call takes the rest: what this one made is no
+ * longer missed). Each batch's first attempts are queued behind its commit. Returns how many it made.
+ */
+async function replayOmitted(deps: Deps, scope: CompanyScope, w: Webhook, window: RecoveryWindow, requestId: string): Promise<number> {
+  let made = 0;
+  for (;;) {
+    const take = Math.min(RECOVERY_BATCH_SIZE, RECOVERY_CALL_LIMIT - made);
+    const batch = await deps.db.transaction().execute(async (trx) => {
+      const locked = await lockWebhook(trx, scope.empresaId, w.id);
+      if (!locked) throw new AppError('NOT_FOUND', 'no such webhook');
+      if (!locked.activo) {
+        if (made === 0) throw new AppError('WEBHOOK_INACTIVE', 'the webhook is inactive');
+        return [];
+      }
+      return insertOmittedDeliveries(trx, w.id, window, take);
+    });
+    if (batch.length > 0) void deps.resendRelay.enqueue(batch.map((d) => firstAttempt(w, d, requestId)));
+    made += batch.length;
+    if (batch.length < take || made >= RECOVERY_CALL_LIMIT) return made;
+  }
 }
 
 // ---- the customer portal's views (docs/portal.md) ----------------------------------------------------

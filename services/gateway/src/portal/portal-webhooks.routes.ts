@@ -23,6 +23,7 @@ export function mountPortalWebhookRoutes(router: Router, deps: GatewayDeps): voi
   });
   route(router, '/webhooks/:id', { get: webhooks.detail, patch: webhooks.patch, delete: webhooks.remove });
   route(router, '/webhooks/:id/test', { post: webhooks.ping });
+  route(router, '/webhooks/:id/salud', { get: webhooks.health });
   route(router, '/webhooks/:id/secreto', { post: webhooks.rotateSecret });
   route(router, '/webhooks/:id/entregas', { get: deliveries.log });
   route(router, '/webhooks/:id/entregas/:entregaId', { get: deliveries.detail });

@@ -60,6 +60,26 @@ export async function listOwnerWebhooks(db: Db, owner: { empresaId: string; modo
   return q.orderBy('created_at').orderBy('id').execute();
 }
 
+/**
+ * The company's webhooks (both modes, its branches' included) that are failing (a run of failures
+ * since their last success) or that the platform deactivated: the portal's Webhooks con problemas.
+ */
+export async function listTroubledWebhooks(db: Db, empresaId: string): Promise<Webhook[]> {
+  return db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('empresa_id', '=', empresaId)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('activo', '=', true), eb('salud_fallas', '>', 0)]),
+        eb.and([eb('activo', '=', false), eb('desactivado_por', '=', 'sistema')]),
+      ]),
+    )
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
 /** Active webhooks of a company per mode, its branches' included (the portal's summary). */
 export async function countActiveByMode(db: Db, empresaId: string): Promise<Record<Modo, number>> {
   const rows = await db

@@ -12,6 +12,7 @@ import {
   requireHead,
   rotateWebhookSecret,
   webhookDetail,
+  webhookHealth,
 } from './webhook.service';
 import { sendData } from '../http/send-json';
 import { apiDoor, type Door } from '../companies/company-scope';
@@ -27,7 +28,7 @@ import { OPERATOR } from '../activity/activity.repository';
 export function webhookHandlers(
   deps: GatewayDeps,
   door: Door,
-): Record<'create' | 'list' | 'detail' | 'patch' | 'remove' | 'rotateSecret' | 'ping', RequestHandler> {
+): Record<'create' | 'list' | 'detail' | 'health' | 'patch' | 'remove' | 'rotateSecret' | 'ping', RequestHandler> {
   const create: RequestHandler = async (req, res) => {
     const caller = door.caller(req);
     requireHead(caller);
@@ -39,6 +40,10 @@ export function webhookHandlers(
   };
   const detail: RequestHandler = async (req, res) => {
     sendData(res, 200, await webhookDetail(deps, door.scope(req), String(req.params.id)));
+  };
+  // Readable by every caller that can read the detail (a branch token too).
+  const health: RequestHandler = async (req, res) => {
+    sendData(res, 200, await webhookHealth(deps, door.scope(req), String(req.params.id), deps.clock.now()));
   };
   const patch: RequestHandler = async (req, res) => {
     const caller = door.caller(req);
@@ -62,16 +67,17 @@ export function webhookHandlers(
     requireHead(door.caller(req));
     sendData(res, 200, await pingWebhook(deps, door.scope(req), String(req.params.id)));
   };
-  return { create, list, detail, patch, remove, rotateSecret, ping };
+  return { create, list, detail, health, patch, remove, rotateSecret, ping };
 }
 
-/** The six webhook operations of `/api/v1`, and secret rotation; a webhook's deliveries are `mountDeliveryRoutes`'. */
+/** The six webhook operations of `/api/v1`, secret rotation and health; a webhook's deliveries are `mountDeliveryRoutes`'. */
 export function mountWebhookRoutes(router: Router, deps: GatewayDeps): void {
   const h = webhookHandlers(deps, apiDoor);
   route(router, '/webhooks', { post: h.create, get: h.list });
   route(router, '/webhooks/:id', { get: h.detail, patch: h.patch, delete: h.remove });
   route(router, '/webhooks/:id/secreto', { post: h.rotateSecret });
   route(router, '/webhooks/:id/test', { post: h.ping });
+  route(router, '/webhooks/:id/salud', { get: h.health });
 }
 
 /** The operator's action that gives a branch its own webhook (an internal route); it is live. */

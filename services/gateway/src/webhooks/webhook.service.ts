@@ -15,10 +15,11 @@ import { attemptDelivery, checkWebhookUrl } from '@svc/webhook-sender';
 import type { GatewayDeps } from '../deps';
 import type { Caller, CompanyScope } from '../companies/company-scope';
 import { lockCompany } from '../companies/company.repository';
-import { lastAttemptPerWebhook, latestDeliveries, logReaderOf } from '../deliveries/delivery.repository';
+import { deliveriesSince, lastAttemptPerWebhook, latestDeliveries, logReaderOf } from '../deliveries/delivery.repository';
 import { presentDelivery, presentLast } from '../deliveries/delivery.presenter';
-import { recordActivity } from '../activity/activity.repository';
-import { countActive, countActiveByMode, findWebhook, listActiveWebhooks, listOwnerWebhooks } from './webhook.repository';
+import { OPERATOR, recordActivity } from '../activity/activity.repository';
+import { countActive, countActiveByMode, findWebhook, listActiveWebhooks, listOwnerWebhooks, listTroubledWebhooks } from './webhook.repository';
+import { DEGRADED_FOR_MS, healthOf } from './webhook-health';
 
 type Deps = Pick<GatewayDeps, 'db' | 'sender' | 'secrets' | 'logger'>;
 
@@ -161,6 +162,17 @@ export async function webhookDetail(deps: Deps, scope: CompanyScope, id: string)
 }
 
 /**
+ * `GET /webhooks/{id}/salud`: the health its row keeps, and its deliveries of the last 24 hours by
+ * state (the scope's share of the log, as the detail shows it).
+ */
+export async function webhookHealth(deps: Deps, scope: CompanyScope, id: string, now: Date) {
+  const w = await requireWebhook(deps.db, scope, id);
+  const counts = await deliveriesSince(deps.db, w.id, new Date(now.getTime() - DEGRADED_FOR_MS), logReaderOf(scope, w));
+  const { estado, desde, ultimoExito, fallasConsecutivas, desactivacion } = healthOf(w, now);
+  return { estado, desde, ultimoExito, fallasConsecutivas, ultimas24h: { exitosas: counts.exitosa, fallidas: counts.fallida, pendientes: counts.pendiente }, desactivacion };
+}
+
+/**
  * Updates the fields given. `activo: true` reactivates an inactive webhook within the limit of
  * active webhooks (counted under the company's lock, as a creation does; an active one stays as it
  * is); `activo: false` deactivates it as DELETE does, without an error when it already is.
@@ -182,7 +194,7 @@ export async function patchWebhook(deps: Deps, scope: CompanyScope, id: string, 
         throw new AppError('LIMIT_EXCEEDED', `the company already has ${MAX_ACTIVE_WEBHOOKS} active ${now.modo} webhooks`);
       }
     }
-    const changed = await updateWebhook(trx, scope.empresaId, current.id, fields);
+    const changed = await updateWebhook(trx, scope.empresaId, current.id, fields, deactivatedBy(usuario));
     if (changed) {
       const entry = { empresaId: scope.empresaId, usuario, sucursalId: changed.sucursal_id, webhookId: changed.id };
       // Which fields, not their values: a URL may carry a receiver's own credentials in its query.
@@ -201,10 +213,13 @@ export async function patchWebhook(deps: Deps, scope: CompanyScope, id: string, 
   return presentUpdated(updated);
 }
 
+/** `desactivacion.por` of a deactivation by hand: the internal routes' are the operator's, every other the company's (a token or the portal). */
+const deactivatedBy = (usuario: string): 'empresa' | 'operador' => (usuario === OPERATOR ? 'operador' : 'empresa');
+
 export async function deleteWebhook(deps: Deps, scope: CompanyScope, id: string, usuario: string) {
   const current = await requireWebhook(deps.db, scope, id);
   const updated = await deps.db.transaction().execute(async (trx) => {
-    const deactivated = await deactivateWebhook(trx, scope.empresaId, current.id);
+    const deactivated = await deactivateWebhook(trx, scope.empresaId, current.id, deactivatedBy(usuario));
     if (deactivated) {
       await recordActivity(trx, { empresaId: scope.empresaId, usuario, accion: 'webhook.deactivated', sucursalId: deactivated.sucursal_id, webhookId: deactivated.id });
     }
@@ -306,11 +321,19 @@ export async function listOwnerWebhookViews(deps: Deps, owner: { empresaId: stri
     deps.db,
     webhooks.map((w) => w.id),
   );
+  const now = new Date();
   return webhooks.map((w) => ({
     ...presentUpdated(w),
     sucursalId: w.sucursal_id,
     ultimoDelivery: presentLast(last.get(w.id)),
+    salud: healthOf(w, now),
   }));
+}
+
+/** The portal's Webhooks con problemas: the company's failing webhooks and those the platform deactivated, with their health. */
+export async function troubledWebhookViews(deps: Deps, empresaId: string, now: Date) {
+  const webhooks = await listTroubledWebhooks(deps.db, empresaId);
+  return webhooks.map((w) => ({ id: w.id, url: w.url, descripcion: w.descripcion, modo: w.modo, sucursalId: w.sucursal_id, salud: healthOf(w, now) }));
 }
 
 /** Active webhooks of a company per mode, its branches' included. */

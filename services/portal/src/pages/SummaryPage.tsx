@@ -1,11 +1,21 @@
 import { useLayoutEffect, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
-import { api, type DeliveryHour, type Resumen } from '../api';
-import { formatDateTime, formatHour, formatNumber } from '../format';
+import { api, type DeliveryHour, type Resumen, type WebhookHealth } from '../api';
+import { formatDateTime, formatHour, formatNumber, MODO_NOMBRE } from '../format';
 import { LoadError, Loading, Page } from '../ui';
 
 const PLAN: Record<string, string> = { APROBADA: 'Plan personalizado aprobado (no consume créditos)', PENDIENTE: 'Plan personalizado pendiente de aprobación', RECHAZADA: 'Plan personalizado rechazado' };
+
+/** Why a webhook is listed under Webhooks con problemas, in a few words. */
+function problemOf(s: WebhookHealth): string {
+  if (s.desactivacion) {
+    const why = s.desactivacion.motivo === 'GONE' ? 'el endpoint respondió 410 Gone' : 'fallas continuas';
+    return `desactivado por la plataforma el ${formatDateTime(s.desactivacion.fecha)} (${why})`;
+  }
+  const count = s.fallasConsecutivas === 1 ? '1 entrega fallida' : `${formatNumber(s.fallasConsecutivas)} entregas fallidas seguidas`;
+  return `${count}${s.desde ? ` desde ${formatDateTime(s.desde)}` : ''}`;
+}
 
 export function SummaryPage() {
   const q = useQuery({ queryKey: ['resumen'], queryFn: () => api<Resumen>('GET', '/resumen'), refetchInterval: 30_000 });
@@ -57,6 +67,22 @@ function SummaryBody({ r }: { r: Resumen }) {
           </p>
         </section>
       </div>
+      {r.webhooksConProblemas.length > 0 && (
+        <section aria-labelledby="r-problemas" className="section">
+          <h2 id="r-problemas">Webhooks con problemas</h2>
+          <ul className="problem-list">
+            {r.webhooksConProblemas.map((w) => (
+              <li key={w.id}>
+                <Link to={`/webhooks/${w.id}?modo=${w.modo}`}>{w.descripcion ? `${w.descripcion} · ${w.url}` : w.url}</Link>{' '}
+                <span className={`badge ${w.salud.estado === 'desactivado' ? 'badge-off' : 'badge-fallida'}`}>{w.salud.estado === 'desactivado' ? 'Desactivado' : 'Fallando'}</span>{' '}
+                <span className="muted">
+                  {MODO_NOMBRE[w.modo]} · {problemOf(w.salud)}
+                </span>
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
       <section aria-labelledby="r-entregas" className="section">
         <h2 id="r-entregas">Entregas de las últimas 24 horas</h2>
         <p>

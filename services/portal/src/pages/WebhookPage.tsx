@@ -6,6 +6,7 @@ import { formatDateInput, formatDateTime, MODO_NOMBRE, parseDateInput } from '..
 import { ActionButton, Alert, ConfirmDialog, DataTable, DateTimeField, LoadError, Loading, Page, PagedRows, SecretField, Status } from '../ui';
 import { DeliveryCells } from './DeliveryCells';
 import { WebhookForm, type WebhookFields } from './WebhookForm';
+import { HealthSection } from './WebhookHealth';
 import { useModo } from './WebhooksPage';
 
 interface Rotated {
@@ -47,6 +48,7 @@ function WebhookView({ w, modo }: { w: WebhookDetail; modo: Modo }) {
     void queryClient.invalidateQueries({ queryKey: ['webhook', w.id] });
     void queryClient.invalidateQueries({ queryKey: ['webhooks'] });
     void queryClient.invalidateQueries({ queryKey: ['resumen'] });
+    void queryClient.invalidateQueries({ queryKey: ['salud', w.id] });
   };
   const clear = () => {
     setOutcome('');
@@ -213,6 +215,7 @@ function WebhookView({ w, modo }: { w: WebhookDetail; modo: Modo }) {
       >
         <p>Dejará de recibir eventos. Su historial se conserva y puede reactivarlo después.</p>
       </ConfirmDialog>
+      <HealthSection webhookId={w.id} modo={modo} />
       <DeliveryLog webhookId={w.id} modo={modo} />
     </Page>
   );

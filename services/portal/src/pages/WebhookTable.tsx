@@ -2,6 +2,7 @@ import { Link } from 'react-router';
 import type { Modo, WebhookRow } from '../api';
 import { formatDateTime } from '../format';
 import { DataTable } from '../ui';
+import { EstadoBadge } from './WebhookHealth';
 
 /** The webhooks of one mode: **URL** (a link to the webhook's page), **Eventos**, **Descripción**, **Estado**, **Última entrega**. */
 export function WebhookTable({ rows, modo, label }: { rows: WebhookRow[]; modo: Modo; label: string }) {
@@ -16,7 +17,7 @@ export function WebhookTable({ rows, modo, label }: { rows: WebhookRow[]; modo: 
           <td>{w.eventos.length === 0 ? 'Todos' : w.eventos.join(', ')}</td>
           <td>{w.descripcion ?? '—'}</td>
           <td>
-            <span className={`badge ${w.activo ? 'badge-ok' : 'badge-off'}`}>{w.activo ? 'Activo' : 'Inactivo'}</span>
+            <EstadoBadge salud={w.salud} />
           </td>
           <td>
             {w.ultimoDelivery ? (

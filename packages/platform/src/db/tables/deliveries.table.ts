@@ -25,7 +25,8 @@ export interface NewDelivery {
   webhookId: string;
   eventId: string;
   event: EventName;
-  numeroGuia: string;
+  /** Null for a notice (no shipment). */
+  numeroGuia: string | null;
   /** The first attempt; null when it waits for its webhook's turn (deferred). */
   attempt: AttemptRecord | null;
   /** When the next attempt is due: a retry's or a deferred first attempt's time; null once ended. */
@@ -308,6 +309,23 @@ export function insertResendsOf(picked: string): RawBuilder<unknown> {
     insert into entregas (id, webhook_id, evento_id, evento, numero_guia, reenvio_de, es_reenvio, proximo_intento_en)
     select gen_random_uuid(), webhook_id, coalesce(evento_id, id), evento, numero_guia, id, true, now()
     from ${sql.table(picked)}
+    returning id, evento, exitoso, status_code, intentos, ultimo_intento_en, created_at, estado, evento_id, numero_guia, reenvio_de,
+      created_at::text as at`;
+}
+
+/**
+ * The insert of the replay of what a webhook missed while it was inactive, inside the statement
+ * that picks the events: a new delivery per row of `picked` (a relation with webhook_id, evento_id,
+ * evento and numero_guia), an original of its event (the one-delivery-per-(event, webhook) index
+ * holds it to one, so a concurrent replay or fan-out makes none twice), pending and due now. Returns
+ * the delivery log's columns, as `insertResendsOf` does.
+ */
+export function insertOmittedOf(picked: string): RawBuilder<unknown> {
+  return sql`
+    insert into entregas (id, webhook_id, evento_id, evento, numero_guia, proximo_intento_en)
+    select gen_random_uuid(), webhook_id, evento_id, evento, numero_guia, now()
+    from ${sql.table(picked)}
+    on conflict do nothing
     returning id, evento, exitoso, status_code, intentos, ultimo_intento_en, created_at, estado, evento_id, numero_guia, reenvio_de,
       created_at::text as at`;
 }

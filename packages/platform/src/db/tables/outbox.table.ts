@@ -1,6 +1,6 @@
 import type { DeletedBatch } from '../batched-delete';
 import { sql, type RawBuilder } from 'kysely';
-import type { Modo, ShipmentEventJob } from '@svc/contracts';
+import type { Modo, NoticeEvent, ShipmentEventJob, WebhookNoticeData } from '@svc/contracts';
 import type { Db, Transaction } from '../database';
 import { nextRemovalCursor, removalCandidates, type LastCandidate, type RemovalCursor } from '../removal-cursor';
 import { webhooksVersionOf } from './webhooks.table';
@@ -71,6 +71,51 @@ export async function insertEvents(trx: Transaction, events: readonly NewEvent[]
     .execute();
   const versions = new Map(rows.map((r) => [r.id, Number(r.webhooks_version)]));
   return events.map((e) => ({ ...e, webhooksVersion: versions.get(e.eventId) ?? 0 }));
+}
+
+/** A notice about one of a company's webhooks (extensions.md, Endpoint health): an event of the log with no shipment. */
+export interface NewNotice {
+  eventId: string;
+  evento: NoticeEvent;
+  empresaId: string;
+  /** The webhook's branch: the notice is routed as that branch's events are. */
+  sucursalId: string | null;
+  /** The webhook's mode: only webhooks of that mode receive it. */
+  mode: Modo;
+  data: WebhookNoticeData;
+}
+
+/**
+ * Writes a notice in the caller's transaction (the one that decided it), marked relayed: the writer
+ * queues its job right after the commit, and if that fails the reconciler finds it not fanned out.
+ * No sequence: a notice is in no shipment's history (no `X-SVC-Secuencia`, like a PING).
+ */
+export async function insertNotice(trx: Transaction, n: NewNotice): Promise<PendingJob> {
+  const row = await trx
+    .insertInto('outbox')
+    .values({
+      id: n.eventId,
+      empresa_id: n.empresaId,
+      sucursal_id: n.sucursalId,
+      evento: n.evento,
+      data: JSON.stringify(n.data),
+      request_id: null,
+      secuencia: null,
+      modo: n.mode,
+      enviado_en: sql<Date>`now()`,
+    })
+    .returning([webhooksVersionOf(sql.ref('outbox.empresa_id')).as('webhooks_version')])
+    .executeTakeFirstOrThrow();
+  return {
+    eventId: n.eventId,
+    evento: n.evento,
+    empresaId: n.empresaId,
+    sucursalId: n.sucursalId,
+    data: n.data,
+    requestId: null,
+    mode: n.mode,
+    webhooksVersion: Number(row.webhooks_version),
+  };
 }
 
 /** Marks events relayed (queued for the dispatcher), the first time only. */
