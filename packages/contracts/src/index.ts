@@ -5,6 +5,7 @@ export * from './db/types';
 export * from './errors';
 export * from './events';
 export * from './jobs';
+export * from './listen-sessions';
 export * from './previous-secret';
 export * from './requests/schemas';
 export * from './requests/validator';

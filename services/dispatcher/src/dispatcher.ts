@@ -29,6 +29,7 @@ import { createInFlightGovernor } from './concurrency/in-flight.governor';
 import { oldestOverdueAge } from './deliveries/delivery.repository';
 import { oldestUnfannedAge } from './outbox/outbox.repository';
 import { createPostgresWatch } from './support/postgres-watch';
+import { createListenRelay, type ListenRelay } from './listen/listen.relay';
 
 /**
  * Jobs the delivery worker takes per send slot. Each of its jobs holds its send (a dead endpoint's
@@ -78,7 +79,8 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
 
     const { db, pool, secrets } = stores;
     const postgres = createPostgresWatch((listener) => pool.on('error', listener));
-    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue: queues.deliveryQueue, slots, metrics, logger, postgres, secrets });
+    const listen = await openListenRelay(config, stores.commands, logger, undo);
+    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue: queues.deliveryQueue, slots, metrics, logger, postgres, secrets, listen });
     const fanOut = createFanOut({ db, deliveries, postgres, metrics, secrets });
 
     const workers = startWorkers(config, stores, { fanOut, deliveries });
@@ -144,6 +146,14 @@ function openSender(config: DispatcherConfig, undo: StopStack): WebhookSender {
   const sender = createWebhookSender(senderSettings(config));
   undo.push('sender', () => sender.close());
   return sender;
+}
+
+/** The relay of listening sessions' attempts, on a pub/sub connection of its own; closed after the workers. */
+async function openListenRelay(config: DispatcherConfig, commands: RedisClient, logger: Logger, undo: StopStack): Promise<ListenRelay> {
+  const subscriber = await connectRedis(config, 'subscriber', undo, 'listen subscriber');
+  const relay = await createListenRelay({ commands, subscriber, prefix: config.redisPrefix, logger });
+  undo.push('listen relay', () => relay.close());
+  return relay;
 }
 
 interface Queues {

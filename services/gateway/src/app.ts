@@ -14,6 +14,7 @@ import { mountCompanyInternalRoutes } from './companies/company.internal-routes'
 import { mountShipmentRoutes, mountShipmentInternalRoutes } from './shipments/shipment.routes';
 import { mountWebhookRoutes, mountWebhookInternalRoutes } from './webhooks/webhook.routes';
 import { mountDeliveryRoutes } from './deliveries/delivery.routes';
+import { mountListenRoutes } from './listen/listen.routes';
 import { mountInternalOpenApi, openApiRouter } from './openapi/openapi.routes';
 import { mountPortalInternalRoutes } from './portal/portal.internal-routes';
 import { mountPortalRoutes } from './portal/portal.routes';
@@ -106,6 +107,7 @@ export function createApp(deps: GatewayDeps, options: { internal: boolean } = { 
   mountShipmentRoutes(api, deps);
   mountWebhookRoutes(api, deps);
   mountDeliveryRoutes(api, deps);
+  mountListenRoutes(api, deps, deps.listenStreams);
   api.use(notFound);
   app.use('/api/v1', api);
 

@@ -18,6 +18,7 @@ import {
 } from '@svc/platform';
 import { findDeliveryProgress, type DeliveryProgress } from '../deliveries/delivery.repository';
 import type { WebhookSlots } from '../fair-share/webhook-slots.limiter';
+import type { ListenRelay } from '../listen/listen.relay';
 
 /**
  * Statements of deliveries (reads of progress and targets, attempt records, postponements): up to
@@ -49,6 +50,8 @@ export interface DeliveryDeps {
   postgres: PostgresWatch;
   /** Opens the webhooks' secrets as their targets are read (SECRETS_KEY). */
   secrets: SecretBox;
+  /** Sends the attempts of listening sessions (`svc listen`) through their streams. */
+  listen: ListenRelay;
 }
 
 export interface DeliveryOptions {
