@@ -84,7 +84,7 @@ export async function createListenRelay(deps: { commands: RedisClient; subscribe
         return {
           ok: false,
           statusCode: 0,
-          durationMs: performance.now() - started,
+          durationMs: Math.round(performance.now() - started),
           result: 'timeout',
           error: 'TIMEOUT',
           message: `the listening session did not answer within ${(LISTEN_ANSWER_TIMEOUT_MS + LISTEN_RELAY_MARGIN_MS) / 1000} s (is svc listen still running?)`,
@@ -98,7 +98,8 @@ export async function createListenRelay(deps: { commands: RedisClient; subscribe
       return {
         ok,
         statusCode: answer.statusCode,
-        durationMs: answer.duracionMs,
+        // The delivery log keeps whole milliseconds.
+        durationMs: Math.round(answer.duracionMs),
         result: ok || result !== '2xx' ? result : 'timeout',
         error: ok ? null : (answer.error ?? (result === '2xx' ? 'TIMEOUT' : 'HTTP_STATUS')),
         message: ok ? null : (answer.mensaje ?? `the local receiver answered ${answer.statusCode}`),
