@@ -154,7 +154,7 @@ export async function listen(o: ListenOptions): Promise<number> {
           }
         }
         // Only an unreachable API is waited out; a refusal (a revoked token, the limit) is final.
-        if (failure instanceof CliError && failure.status !== 0) throw failure;
+        if (failure instanceof CliError && failure.status !== 0 && failure.status < 500) throw failure;
         reason = (failure as Error).message;
       }
       if (stopping) return;
