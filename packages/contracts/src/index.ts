@@ -7,6 +7,7 @@ export * from './event-body.validator';
 export * from './event-catalog';
 export * from './events';
 export * from './jobs';
+export * from './listen-sessions';
 export * from './previous-secret';
 export * from './requests/schemas';
 export * from './requests/validator';

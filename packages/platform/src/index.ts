@@ -17,5 +17,6 @@ export * from './job-queue';
 export * from './lifecycle';
 export * from './metrics-server';
 export * from './periodic-task';
+export * from './pubsub';
 export * from './redis';
 export * from './settings';

@@ -10,7 +10,15 @@ export {
   type SenderOptions,
 } from './webhook.sender';
 export { MAX_MESSAGE_LENGTH, type AttemptResult } from './send-failure.classifier';
-export { attemptDelivery, attemptOperatorNotice, type AttemptInput, type AttemptOutcome, type OperatorNoticeInput } from './delivery.attempt';
+export {
+  attemptDelivery,
+  attemptOperatorNotice,
+  deliveryBody,
+  deliveryHeaders,
+  type AttemptInput,
+  type AttemptOutcome,
+  type OperatorNoticeInput,
+} from './delivery.attempt';
 export { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, type UrlCheck } from './webhook-url.validator';
 export { parseHostMap } from './host-map.parser';
 export {

@@ -30,6 +30,7 @@ import { oldestOverdueAge } from './deliveries/delivery.repository';
 import { oldestUnfannedAge } from './outbox/outbox.repository';
 import { createPostgresWatch } from './support/postgres-watch';
 import { createEndpointHealth } from './health/endpoint-health';
+import { createListenRelay, type ListenRelay } from './listen/listen.relay';
 
 /**
  * Jobs the delivery worker takes per send slot. Each of its jobs holds its send (a dead endpoint's
@@ -88,7 +89,8 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
       rule: { afterMs: config.disableAfterMs, minFailures: config.disableMinFailures },
       operator: config.operatorNotify,
     });
-    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue: queues.deliveryQueue, slots, metrics, logger, postgres, secrets, health });
+    const listen = await openListenRelay(config, stores.commands, logger, undo);
+    const deliveries = createDeliveryPipeline({ db, sender, deliveryQueue: queues.deliveryQueue, slots, metrics, logger, postgres, secrets, health, listen });
     const fanOut = createFanOut({ db, deliveries, postgres, metrics, secrets });
 
     const workers = startWorkers(config, stores, { fanOut, deliveries });
@@ -155,6 +157,14 @@ function openSender(config: DispatcherConfig, undo: StopStack): WebhookSender {
   const sender = createWebhookSender(senderSettings(config));
   undo.push('sender', () => sender.close());
   return sender;
+}
+
+/** The relay of listening sessions' attempts, on a pub/sub connection of its own; closed after the workers. */
+async function openListenRelay(config: DispatcherConfig, commands: RedisClient, logger: Logger, undo: StopStack): Promise<ListenRelay> {
+  const subscriber = await connectRedis(config, 'subscriber', undo, 'listen subscriber');
+  const relay = await createListenRelay({ commands, subscriber, prefix: config.redisPrefix, logger });
+  undo.push('listen relay', () => relay.close());
+  return relay;
 }
 
 interface Queues {

@@ -15,6 +15,7 @@ import { mountShipmentRoutes, mountShipmentInternalRoutes } from './shipments/sh
 import { mountWebhookRoutes, mountWebhookInternalRoutes } from './webhooks/webhook.routes';
 import { mountDeliveryRoutes } from './deliveries/delivery.routes';
 import { mountEventCatalogRoutes } from './events/event-catalog.routes';
+import { mountListenRoutes } from './listen/listen.routes';
 import { mountInternalOpenApi, openApiRouter } from './openapi/openapi.routes';
 import { mountPortalInternalRoutes } from './portal/portal.internal-routes';
 import { mountPortalRoutes } from './portal/portal.routes';
@@ -108,6 +109,7 @@ export function createApp(deps: GatewayDeps, options: { internal: boolean } = { 
   mountWebhookRoutes(api, deps);
   mountDeliveryRoutes(api, deps);
   mountEventCatalogRoutes(api);
+  mountListenRoutes(api, deps, deps.listenStreams);
   api.use(notFound);
   app.use('/api/v1', api);
 

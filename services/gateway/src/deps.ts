@@ -11,6 +11,7 @@ import type { RateLimiter } from './rate-limit/rate-limiter';
 import type { GatewayMetrics } from './observability/gateway-metrics';
 import type { OutboxRelay } from './outbox/outbox.relay';
 import type { ResendRelay } from './deliveries/resend.relay';
+import type { ListenStreams } from './listen/listen-streams';
 
 /** What the app is built from: made once by main.ts, or by a test, and passed down as arguments. */
 export interface GatewayDeps {
@@ -35,6 +36,8 @@ export interface GatewayDeps {
   outboxRelay: OutboxRelay;
   /** Queues the first attempts of resends (`reenviar`, `recuperar`) in batches. */
   resendRelay: ResendRelay;
+  /** The streams of listening sessions (`svc listen`) this process holds. */
+  listenStreams: ListenStreams;
   /** The same sending code as the dispatcher, for the synchronous PING. */
   sender: WebhookSender;
   /** Seals webhook secrets as they are written, opens them to sign a PING (SECRETS_KEY). */

@@ -35,6 +35,8 @@ import { createResendLimiter } from './deliveries/resend.limiter';
 import { createIdempotencyRetention, type IdempotencyRetention } from './idempotency/idempotency.retention';
 import { createActivityRetention, type ActivityRetention } from './activity/activity.retention';
 import { createSecretsUpkeep, type SecretsUpkeep } from './webhooks/secrets.upkeep';
+import { createListenStreams } from './listen/listen-streams';
+import { createListenSweeper } from './listen/listen.sweeper';
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -136,6 +138,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const sender = createWebhookSender(senderSettings(config));
     undo.push('sender', () => sender.close());
 
+    const listenStreams = createListenStreams({ redis, subscriber, prefix: config.redisPrefix, logger });
+    const listenSweeper = createListenSweeper({ db, redis, prefix: config.redisPrefix, logger });
+    listenSweeper.start();
+    undo.push('listening sessions sweep', () => listenSweeper.stop());
+
     let publicPort = config.port;
     const deps: GatewayDeps = {
       config,
@@ -154,6 +161,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       publicPort: () => publicPort,
       outboxRelay,
       resendRelay,
+      listenStreams,
       sender,
       secrets,
       metrics,
@@ -185,6 +193,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const port = await listen(server, config.port, undefined, 'PORT (gateway)');
     publicPort = port;
     undo.push('http server', () => closeServer(server));
+    // Before the server's close, which waits for every request to end: a stream never does by itself.
+    undo.push('listening session streams', () => listenStreams.stop());
 
     logger.info({ port, metricsPort, ...(separateAdmin ? { adminPort, adminHost: config.adminHost } : {}) }, 'gateway listening');
     return { deps, server, metricsServer, port, metricsPort, adminServer, adminPort, idempotencyRetention, activityRetention, secretsUpkeep, stop };

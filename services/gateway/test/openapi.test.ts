@@ -13,6 +13,8 @@ import {
   validateGuiaBatch,
   validateGuiaCreate,
   validateGuiaEvento,
+  validateListenAnswer,
+  validateListenSessionCreate,
   validatePortalLinkRequest,
   validatePortalSessionRequest,
   validateRecoveryRequest,
@@ -143,6 +145,8 @@ describe('the OpenAPI document (openapi/openapi.yaml)', () => {
       'POST /portal/v1/webhooks/{id}/recuperar': validateRecoveryRequest,
       'POST /portal/v1/sucursales/{sid}/webhooks': validateWebhookCreate,
       'POST /portal/v1/sandbox/guias/{numeroGuia}/simular': validateGuiaEvento,
+      'POST /api/v1/escuchas': validateListenSessionCreate,
+      'POST /api/v1/escuchas/{id}/respuestas': validateListenAnswer,
     };
     const withBody: string[] = [];
     for (const [template, item] of Object.entries(doc.paths)) {
@@ -561,6 +565,21 @@ describe('the gateway against its OpenAPI document', () => {
     expect(refused.status).toBe(429);
     expect(Number(refused.headers['x-ratelimit-reset'])).toBeGreaterThan(Date.now() / 1000 - 1);
     expect(Number(refused.headers['x-ratelimit-reset'])).toBeLessThan(Date.now() / 1000 + 120);
+  });
+
+  it('listening sessions: open, list, answer, close, the stream of an ended one, and their errors', async () => {
+    const k = await createCompany(gw);
+    const opened = await checker.send(gw.http, 'post', '/api/v1/escuchas', { auth: bearer(k.test), body: { eventos: ['GUIA_CREADA'], destino: 'http://localhost:4000/hook' } });
+    expect(opened.status).toBe(201);
+    const sid = opened.body.data.id as string;
+    expect((await checker.send(gw.http, 'post', '/api/v1/escuchas', { auth: bearer(k.live), body: {} })).status).toBe(403);
+    expect((await checker.send(gw.http, 'get', '/api/v1/escuchas', { auth: bearer(k.test) })).body.data.map((x: { id: string }) => x.id)).toEqual([sid]);
+    const answered = await checker.send(gw.http, 'post', `/api/v1/escuchas/${sid}/respuestas`, { auth: bearer(k.test), body: { intento: 'nadie.nada', statusCode: 200, duracionMs: 3 } });
+    expect(answered.body.data).toEqual({ intento: 'nadie.nada' });
+    expect((await checker.send(gw.http, 'post', `/api/v1/escuchas/${sid}/respuestas`, { auth: bearer(k.test), body: { intento: 'x' } })).status).toBe(400);
+    expect((await checker.send(gw.http, 'delete', `/api/v1/escuchas/${sid}`, { auth: bearer(k.test) })).body.data.activo).toBe(false);
+    expect((await checker.send(gw.http, 'delete', `/api/v1/escuchas/${sid}`, { auth: bearer(k.test) })).status).toBe(404);
+    expect((await checker.send(gw.http, 'get', `/api/v1/escuchas/${sid}/stream`, { auth: bearer(k.test) })).status).toBe(404);
   });
 
   it('exercised every documented operation (runs last)', () => {

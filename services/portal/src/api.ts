@@ -115,6 +115,7 @@ const SAYS: Record<ErrorCode, (e: { retryAfterSeconds?: number }) => [string, st
   RATE_LIMIT_EXCEEDED: (e) => ['Demasiadas peticiones en poco tiempo', waitFor(e.retryAfterSeconds, 'Espere un minuto y vuelva a intentarlo.')],
   DAILY_GUIDE_LIMIT: (e) => ['Se alcanzó el límite diario de guías', waitFor(e.retryAfterSeconds, 'El límite se reinicia a medianoche, hora de Guatemala.')],
   RESEND_LIMIT_EXCEEDED: (e) => ['Este evento ya se reenvió a este webhook el máximo de veces de una hora', waitFor(e.retryAfterSeconds, 'Espere una hora y vuelva a intentarlo.')],
+  LISTEN_LIMIT_EXCEEDED: () => ['La empresa ya tiene 5 sesiones de escucha abiertas', 'Termine una (Ctrl-C en su svc listen) y vuelva a intentarlo.'],
   INTERNAL_ERROR: () => ['El portal tuvo un error', 'Intente de nuevo en unos segundos; si se repite, avise al courier.'],
   SERVICE_UNAVAILABLE: () => ['El portal no está disponible ahora', 'Intente de nuevo en unos segundos.'],
 };

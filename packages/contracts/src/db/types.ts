@@ -94,6 +94,9 @@ export interface OutboxTable {
   modo: Generated<Modo>;
 }
 
+/** What a `webhooks` row is: an integrator's webhook, or a listening session (`svc listen`). */
+export type WebhookTipo = 'webhook' | 'escucha';
+
 export interface WebhooksTable {
   id: Generated<string>;
   empresa_id: string;
@@ -115,6 +118,11 @@ export interface WebhooksTable {
   eventos: ColumnType<string[], string[], string[]>;
   descripcion: string | null;
   activo: Generated<boolean>;
+  /**
+   * `webhook`, or `escucha`: a listening session of `svc listen` (a hidden row of the company's
+   * test mode, routed and signed as a webhook is, sent through the session's stream). Never changes.
+   */
+  tipo: Generated<WebhookTipo>;
   created_at: Timestamp;
   updated_at: Timestamp;
   /**

@@ -118,6 +118,50 @@ export const validateRecoveryRequest = compile<RecoveryRequest>({
   additionalProperties: false,
 });
 
+// ---- listening sessions (svc listen) -----------------------------------------------------------
+
+/**
+ * `POST /api/v1/escuchas`: the events to forward (all when absent or empty), and where the tool
+ * forwards them (`destino`: shown in the portal only; the platform never sends there).
+ */
+export interface ListenSessionCreate {
+  eventos?: ShipmentEvent[];
+  destino?: string;
+}
+
+export const validateListenSessionCreate = compile<ListenSessionCreate>({
+  type: 'object',
+  properties: { eventos: webhookProperties.eventos, destino: webhookProperties.url },
+  additionalProperties: false,
+});
+
+/** `POST /api/v1/escuchas/{id}/respuestas`: what the local receiver answered to one forwarded attempt. */
+export interface ListenAnswerRequest {
+  intento: string;
+  /** 0 when no HTTP answer came (refused, timed out). */
+  statusCode: number;
+  duracionMs: number;
+  /** The start of the answer's body. */
+  respuesta?: string | null;
+  /** Why no answer came (`TIMEOUT`, `CONNECTION`), with `mensaje`. */
+  error?: 'TIMEOUT' | 'CONNECTION' | null;
+  mensaje?: string | null;
+}
+
+export const validateListenAnswer = compile<ListenAnswerRequest>({
+  type: 'object',
+  properties: {
+    intento: { type: 'string', minLength: 1, maxLength: 200 },
+    statusCode: { type: 'integer', minimum: 0, maximum: 999 },
+    duracionMs: { type: 'number', minimum: 0, maximum: 3_600_000 },
+    respuesta: { type: ['string', 'null'], maxLength: 1024 },
+    error: { type: ['string', 'null'], enum: ['TIMEOUT', 'CONNECTION', null] },
+    mensaje: { type: ['string', 'null'], maxLength: 500 },
+  },
+  required: ['intento', 'statusCode', 'duracionMs'],
+  additionalProperties: false,
+});
+
 // ---- shipments ----------------------------------------------------------------------------------
 
 export interface GuiaCreate {

@@ -19,6 +19,7 @@ import {
 import { findDeliveryProgress, type DeliveryProgress } from '../deliveries/delivery.repository';
 import type { WebhookSlots } from '../fair-share/webhook-slots.limiter';
 import type { EndpointHealth } from '../health/endpoint-health';
+import type { ListenRelay } from '../listen/listen.relay';
 
 /**
  * Statements of deliveries (reads of progress and targets, attempt records, postponements): up to
@@ -52,6 +53,8 @@ export interface DeliveryDeps {
   secrets: SecretBox;
   /** Told of every delivery that ends after an attempt (health/endpoint-health.ts); absent: nothing counts them. */
   health?: Pick<EndpointHealth, 'ended'>;
+  /** Sends the attempts of listening sessions (`svc listen`) through their streams. */
+  listen: ListenRelay;
 }
 
 export interface DeliveryOptions {

@@ -23,8 +23,7 @@ export async function send(ctx: DeliveryContext, ready: Ready): Promise<Sent | D
     return { ...ready, stage: 'deferred', until: admission.deferUntil, reason: admission.reason };
   }
   const { slot } = admission;
-  const outcome: AttemptOutcome = await attemptDelivery(ctx.sender, {
-    url: target.url,
+  const input = {
     secret: target.secret,
     previousSecret: target.previousSecret,
     deliveryId: delivery.deliveryId,
@@ -33,7 +32,10 @@ export async function send(ctx: DeliveryContext, ready: Ready): Promise<Sent | D
     data: delivery.data,
     sequence: delivery.sequence ?? null,
     mode: delivery.mode ?? 'live',
-  }).then(
+  };
+  // A listening session's attempt goes through its stream to `svc listen` (listen/listen.relay.ts).
+  const attempt = target.kind === 'escucha' ? ctx.listen.attempt(target.id, input) : attemptDelivery(ctx.sender, { ...input, url: target.url });
+  const outcome: AttemptOutcome = await attempt.then(
     (o) => {
       slot.release(o);
       return o;

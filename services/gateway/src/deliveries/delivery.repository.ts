@@ -55,6 +55,44 @@ export async function latestDeliveries(db: Db, webhookId: string, limit: number,
   return rows.map(toRecord);
 }
 
+/** A delivery of a listening session, with its shipment (the portal's Sandbox page). */
+export interface SessionDelivery extends Delivery {
+  numeroGuia: string | null;
+}
+
+/** The `limit` latest deliveries of each webhook (attempted or not), newest first: a listening session's. */
+export async function latestDeliveriesOf(db: Db, webhookIds: readonly string[], limit: number): Promise<Map<string, SessionDelivery[]>> {
+  if (webhookIds.length === 0) return new Map();
+  const { rows } = await sql<{
+    webhook_id: string;
+    id: string;
+    evento: EventName;
+    exitoso: boolean;
+    status_code: number;
+    intentos: number;
+    ultimo_intento_en: Date | null;
+    created_at: Date;
+    numero_guia: string | null;
+  }>`
+    select w.id as webhook_id, d.*
+    from unnest(${sql.val([...webhookIds])}::uuid[]) as w(id)
+    cross join lateral (
+      select e.id, e.evento, e.exitoso, e.status_code, e.intentos, e.ultimo_intento_en, e.created_at, e.numero_guia
+      from entregas e
+      where e.webhook_id = w.id
+      order by e.created_at desc, e.id desc
+      limit ${limit}
+    ) d
+  `.execute(db);
+  const out = new Map<string, SessionDelivery[]>();
+  for (const r of rows) {
+    const list = out.get(r.webhook_id) ?? [];
+    list.push({ ...toRecord(r), numeroGuia: r.numero_guia });
+    out.set(r.webhook_id, list);
+  }
+  return out;
+}
+
 export interface LastAttempt {
   exitoso: boolean;
   statusCode: number;

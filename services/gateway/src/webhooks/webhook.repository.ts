@@ -3,6 +3,9 @@ import type { Modo, Webhook } from '@svc/contracts';
 import type { CompanyScope } from '../companies/company-scope';
 
 /*
+ * Every read here is of integrators' webhooks (`tipo = 'webhook'`): a listening session of
+ * `svc listen` is a hidden row, read by listen/listen.repository.ts alone.
+ *
  * The gateway's reads of `webhooks`; its writes (creation, changes, rotation) are the table
  * module's (@svc/platform, tables/webhooks.table.ts). A scope sees the webhooks of its mode (a test
  * token's are apart from live ones): all of the company's, or (a branch's scope) the company's own
@@ -20,6 +23,7 @@ export async function countActive(trx: Transaction, empresaId: string, modo: Mod
     .select((eb) => eb.fn.countAll<string>().as('n'))
     .where('empresa_id', '=', empresaId)
     .where('modo', '=', modo)
+    .where('tipo', '=', 'webhook')
     .where('activo', '=', true)
     .executeTakeFirstOrThrow();
   return Number(row.n);
@@ -27,7 +31,13 @@ export async function countActive(trx: Transaction, empresaId: string, modo: Mod
 
 /** A webhook visible in the scope, active or not; undefined otherwise. */
 export async function findWebhook(db: Db, scope: CompanyScope, id: string): Promise<Webhook | undefined> {
-  let q = db.selectFrom('webhooks').selectAll().where('id', '=', id).where('empresa_id', '=', scope.empresaId).where('modo', '=', scope.modo);
+  let q = db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('id', '=', id)
+    .where('empresa_id', '=', scope.empresaId)
+    .where('modo', '=', scope.modo)
+    .where('tipo', '=', 'webhook');
   if (scope.sucursalId !== null) {
     const sucursalId = scope.sucursalId;
     q = q.where((eb) => eb.or([eb('sucursal_id', 'is', null), eb('sucursal_id', '=', sucursalId)]));
@@ -42,6 +52,7 @@ export async function listActiveWebhooks(db: Db, scope: CompanyScope): Promise<W
     .selectAll()
     .where('empresa_id', '=', scope.empresaId)
     .where('modo', '=', scope.modo)
+    .where('tipo', '=', 'webhook')
     .where('activo', '=', true);
   if (scope.sucursalId !== null) {
     const sucursalId = scope.sucursalId;
@@ -55,7 +66,7 @@ export async function listActiveWebhooks(db: Db, scope: CompanyScope): Promise<W
  * reactivate too): the company's own (`sucursalId` null) or one branch's.
  */
 export async function listOwnerWebhooks(db: Db, owner: { empresaId: string; modo: Modo; sucursalId: string | null }): Promise<Webhook[]> {
-  let q = db.selectFrom('webhooks').selectAll().where('empresa_id', '=', owner.empresaId).where('modo', '=', owner.modo);
+  let q = db.selectFrom('webhooks').selectAll().where('empresa_id', '=', owner.empresaId).where('modo', '=', owner.modo).where('tipo', '=', 'webhook');
   q = owner.sucursalId === null ? q.where('sucursal_id', 'is', null) : q.where('sucursal_id', '=', owner.sucursalId);
   return q.orderBy('created_at').orderBy('id').execute();
 }
@@ -86,6 +97,7 @@ export async function countActiveByMode(db: Db, empresaId: string): Promise<Reco
     .selectFrom('webhooks')
     .select(['modo', (eb) => eb.fn.countAll<string>().as('n')])
     .where('empresa_id', '=', empresaId)
+    .where('tipo', '=', 'webhook')
     .where('activo', '=', true)
     .groupBy('modo')
     .execute();
@@ -99,5 +111,12 @@ export async function countActiveByMode(db: Db, empresaId: string): Promise<Reco
  * one after another, and see its `activo` as it is.
  */
 export async function lockWebhook(trx: Transaction, empresaId: string, id: string): Promise<Webhook | undefined> {
-  return trx.selectFrom('webhooks').selectAll().where('id', '=', id).where('empresa_id', '=', empresaId).forUpdate().executeTakeFirst();
+  return trx
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('id', '=', id)
+    .where('empresa_id', '=', empresaId)
+    .where('tipo', '=', 'webhook')
+    .forUpdate()
+    .executeTakeFirst();
 }

@@ -14,6 +14,7 @@ import * as sealedSecrets from './20261128100000_sealed_secrets';
 import * as deliveryLogIndexes from './20261128120000_delivery_log_indexes';
 import * as deferredDeliveries from './20261129090000_deferred_deliveries';
 import * as endpointHealth from './20261202100000_endpoint_health';
+import * as listenSessions from './20261202110000_listen_sessions';
 
 /** Every migration by its timestamped name; a static list so bundlers and test runners see them. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '20261128120000_delivery_log_indexes': deliveryLogIndexes,
   '20261129090000_deferred_deliveries': deferredDeliveries,
   '20261202100000_endpoint_health': endpointHealth,
+  '20261202110000_listen_sessions': listenSessions,
 };

@@ -138,6 +138,22 @@ export async function abandonDelivery(db: Db, id: string): Promise<boolean> {
   return row !== undefined;
 }
 
+/**
+ * Ends every pending delivery of the given webhooks (closed listening sessions): no retry of theirs
+ * is owed any more, so neither the reconciler nor the deferral scheduler queues one again. Returns
+ * how many it ended.
+ */
+export async function abandonDeliveriesOf(db: Db, webhookIds: readonly string[]): Promise<number> {
+  if (webhookIds.length === 0) return 0;
+  const result = await db
+    .updateTable('entregas')
+    .set({ estado: 'fallida', exitoso: false, proximo_intento_en: null })
+    .where('webhook_id', '=', sql<string>`any(${sql.val([...webhookIds])}::uuid[])`)
+    .where('estado', '=', 'pendiente')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 export interface OverdueDelivery {
   deliveryId: string;
   webhookId: string;

@@ -8,6 +8,7 @@ import {
   type PreviousSecret,
   type Webhook,
   type WebhooksTable,
+  type WebhookTipo,
 } from '@svc/contracts';
 import type { Db, Transaction } from '../database';
 import type { SecretBox } from '../sealed-secrets';
@@ -26,9 +27,10 @@ export const WEBHOOK_ROUTING_COLUMNS = ['empresa_id', 'sucursal_id', 'modo', 'ev
 
 /**
  * The columns that make a webhook's target: where its deliveries go, the secrets that sign them,
- * and its company (the dispatcher shares its send slots between companies first).
+ * its company (the dispatcher shares its send slots between companies first), and whether it is a
+ * listening session (sent through its stream, not over HTTPS).
  */
-export const WEBHOOK_TARGET_COLUMNS = ['id', 'empresa_id', 'url', 'secret', 'secreto_anterior', 'secreto_anterior_expira_en', 'activo', 'modo'] as const satisfies readonly WebhookColumn[];
+export const WEBHOOK_TARGET_COLUMNS = ['id', 'empresa_id', 'url', 'secret', 'secreto_anterior', 'secreto_anterior_expira_en', 'activo', 'modo', 'tipo'] as const satisfies readonly WebhookColumn[];
 
 /**
  * Every column whose change alters a company's routes or targets: the column list of the
@@ -36,7 +38,7 @@ export const WEBHOOK_TARGET_COLUMNS = ['id', 'empresa_id', 'url', 'secret', 'sec
  * goes in one of the lists above and, in its migration, into the trigger.
  */
 export const WEBHOOK_VERSIONED_COLUMNS: readonly WebhookColumn[] = [...new Set<WebhookColumn>([...WEBHOOK_ROUTING_COLUMNS, ...WEBHOOK_TARGET_COLUMNS])].filter(
-  (c) => c !== 'id', // a key, never updated
+  (c) => c !== 'id' && c !== 'tipo', // a key, and a kind: never updated
 );
 
 /** A webhook's target columns, as read: its secrets sealed (db/sealed-secrets.ts). */
@@ -58,6 +60,8 @@ export interface WebhookTarget {
   active: boolean;
   /** Its mode: only events of this mode reach it; a PING's `X-SVC-Modo`. */
   mode: Modo;
+  /** `escucha`: a listening session, whose attempts go through its stream (`svc listen`). */
+  kind: WebhookTipo;
 }
 
 /**
@@ -76,6 +80,7 @@ export function webhookTargetOf(r: WebhookTargetRow, secrets: SecretBox): Webhoo
     previousSecret: previous && { secret: secrets.open(r.id, previous.secret), expiresAt: previous.expiresAt },
     active: r.activo,
     mode: r.modo,
+    kind: r.tipo,
   };
 }
 
@@ -385,6 +390,50 @@ export async function rotateSecret(db: Db, empresaId: string, id: string, sealed
     .where('empresa_id', '=', empresaId)
     .returningAll()
     .executeTakeFirst();
+}
+
+// ---- listening sessions (svc listen) ----------------------------------------------------------------
+
+/**
+ * Opens a listening session: a hidden webhook of the company's test mode, routed as a test webhook
+ * of `sucursalId`'s scope would be. `url` only describes it (the platform never sends there).
+ */
+export async function insertListenSession(
+  trx: Transaction,
+  s: { id: string; empresaId: string; sucursalId: string | null; url: string; sealedSecret: string; eventos: string[] },
+): Promise<Webhook> {
+  return trx
+    .insertInto('webhooks')
+    .values({
+      id: s.id,
+      empresa_id: s.empresaId,
+      sucursal_id: s.sucursalId,
+      modo: 'test',
+      tipo: 'escucha',
+      url: s.url,
+      secret: s.sealedSecret,
+      eventos: s.eventos,
+      descripcion: null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * Ends open sessions (`activo` false): no event routes to them from the next one on. Returns the
+ * ids it closed (a session already closed is not among them).
+ */
+export async function closeListenSessions(db: Db, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .updateTable('webhooks')
+    .set({ activo: false, updated_at: sql<Date>`now()` })
+    .where('id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
+    .where('tipo', '=', 'escucha')
+    .where('activo', '=', true)
+    .returning('id')
+    .execute();
+  return rows.map((r) => r.id);
 }
 
 // ---- the secrets at rest (db/secrets-at-rest.ts runs the passes) -------------------------------------
