@@ -135,6 +135,103 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/escuchas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The open listening sessions of the token's scope, with their latest deliveries */
+        get: operations["listListenSessions"];
+        put?: never;
+        /**
+         * Open a listening session (test tokens only)
+         * @description A session receives every sandbox event a test webhook of the token's scope would (a company token: the
+         *     company's routing; a branch token: its branch's), filtered by `eventos`, signed with the session's `secret`
+         *     (shown once, stored sealed). Its attempts travel through its stream (`GET .../stream`); the tool answers each
+         *     with `POST .../respuestas`, and that answer decides the attempt (a 2xx within 5 s is a success; else attempts
+         *     2 and 3 come 1 s and 2 s later). Deliveries are recorded as any other. The session ends when its stream closes,
+         *     on `DELETE`, or 30 s after its stream was last held; its owed deliveries then end as failed. 403 FORBIDDEN
+         *     for a live token; 429 LISTEN_LIMIT_EXCEEDED past 5 open sessions per company.
+         */
+        post: operations["openListenSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/escuchas/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** End a listening session */
+        delete: operations["closeListenSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/escuchas/{id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * The session's stream of attempts (Server-Sent Events)
+         * @description `text/event-stream`. First `event: abierta` (`data: {"id": ...}`), then one `event: entrega` per attempt, its
+         *     `id` the attempt's `intento` and its `data` a JSON object `{ intento, evento, body, headers }`: `body` is the
+         *     exact body to POST and `headers` the delivery's headers (`X-SVC-*`, `webhook-*`, `User-Agent`,
+         *     `Content-Type`), signed with the session's secret. A comment line (`: ping`) every 15 s. Closing the stream
+         *     ends the session (a reconnect that reaches another gateway before the old one notices keeps it). 404 once
+         *     the session has ended.
+         */
+        get: operations["listenSessionStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/escuchas/{id}/respuestas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report the local answer to one forwarded attempt
+         * @description What the local receiver answered to the attempt `intento`: its status (0 when none came), how long it took,
+         *     the start of its body, or why no answer came (`TIMEOUT`, `CONNECTION`, with `mensaje`). It decides the
+         *     attempt; an attempt not answered within 7 s is a timeout. Each answer is a request of the token's rate limit.
+         */
+        post: operations["answerListenAttempt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/guias/{numeroGuia}/simular": {
         parameters: {
             query?: never;
@@ -232,6 +329,32 @@ export interface paths {
          *     `event = PING` and `data = {}`. 409 WEBHOOK_INACTIVE on an inactive webhook. Head account only.
          */
         post: operations["pingWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/salud": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A webhook's health
+         * @description Its `estado` (`saludable`, `degradado`, `fallando`, `desactivado`) and since when, the last success, the
+         *     consecutive failures, its deliveries of the last 24 hours, and while it is inactive who deactivated it and why.
+         *     A webhook that keeps failing for `WEBHOOK_DISABLE_AFTER_HOURS` (default 120) with at least
+         *     `WEBHOOK_DISABLE_MIN_FAILURES` (default 10) failures, or one delivery of which got 410 Gone on all three
+         *     attempts, is deactivated by the platform (`por: sistema`). Readable by every token that reads the detail.
+         */
+        get: operations["webhookHealth"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -348,6 +471,10 @@ export interface paths {
          *     now), that is not itself a resend and has none yet; a second call over the same window resends nothing again.
          *     One call resends at most 2,000, oldest first, in batches of 500 each written whole or not at all;
          *     `pendientes` says how many of the window are left: call again until it is 0.
+         *     With `omitidas: true` it also delivers the events of the window the webhook missed while it was inactive (those
+         *     it would receive today by its mode, branch routing and `eventos`, and of which it has no delivery), each once,
+         *     oldest first, as a new delivery under the event's `eventoId`; the answer gains `omitidas`, and a second call
+         *     over the same window delivers none again.
          *     400 VALIDATION_ERROR for a bad window; 409 WEBHOOK_INACTIVE. Head account only.
          */
         post: operations["recoverEntregas"];
@@ -484,6 +611,28 @@ export interface paths {
         put?: never;
         /** Enviar PING */
         post: operations["portalPingWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/v1/webhooks/{id}/salud": {
+        parameters: {
+            query?: {
+                /** @description `live` (Producción, the default) or `test` (Sandbox): which webhooks and deliveries. */
+                modo?: components["parameters"]["PortalModo"];
+            };
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /** Salud */
+        get: operations["portalWebhookHealth"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1641,11 +1790,36 @@ export interface components {
                 code: components["schemas"]["ErrorCode"];
             };
         };
+        ListenSession: {
+            /** Format: uuid */
+            id: string;
+            /** @description Empty means every event. */
+            eventos: components["schemas"]["ShipmentEvent"][];
+            destino: string | null;
+            activo: boolean;
+            /** @description The path of its stream. */
+            stream: string;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        ListenSessionWithDeliveries: components["schemas"]["ListenSession"] & {
+            entregas: {
+                /** Format: uuid */
+                id: string;
+                evento: string;
+                numeroGuia: string | null;
+                exitoso: boolean;
+                statusCode: number;
+                intentos: number;
+                /** Format: date-time */
+                fecha: string;
+            }[];
+        };
         /**
          * @description The contract. Each code travels with one HTTP status.
          * @enum {string}
          */
-        ErrorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_URL" | "LIMIT_EXCEEDED" | "AUTH_REQUIRED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "ALREADY_INACTIVE" | "WEBHOOK_INACTIVE" | "DELIVERY_PENDING" | "INVALID_TRANSITION" | "IDEMPOTENCY_CONFLICT" | "EMPRESA_NO_VERIFICADA" | "SUCURSALES_DESHABILITADAS" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "DAILY_GUIDE_LIMIT" | "RESEND_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_URL" | "LIMIT_EXCEEDED" | "AUTH_REQUIRED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "ALREADY_INACTIVE" | "WEBHOOK_INACTIVE" | "DELIVERY_PENDING" | "INVALID_TRANSITION" | "IDEMPOTENCY_CONFLICT" | "EMPRESA_NO_VERIFICADA" | "SUCURSALES_DESHABILITADAS" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "DAILY_GUIDE_LIMIT" | "RESEND_LIMIT_EXCEEDED" | "LISTEN_LIMIT_EXCEEDED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         Error400: components["schemas"]["ErrorEnvelope"] & {
             error?: {
                 /** @enum {unknown} */
@@ -1703,7 +1877,7 @@ export interface components {
         Error429: components["schemas"]["ErrorEnvelope"] & {
             error?: {
                 /** @enum {unknown} */
-                code?: "RATE_LIMIT_EXCEEDED" | "DAILY_GUIDE_LIMIT" | "RESEND_LIMIT_EXCEEDED";
+                code?: "RATE_LIMIT_EXCEEDED" | "DAILY_GUIDE_LIMIT" | "RESEND_LIMIT_EXCEEDED" | "LISTEN_LIMIT_EXCEEDED";
             };
         };
         Error500: components["schemas"]["ErrorEnvelope"] & {
@@ -1764,8 +1938,77 @@ export interface components {
         Estado: "CREADA" | "RECOLECTADA" | "EN_BODEGA" | "EN_RUTA" | "ENTREGADO" | "INTENTO_FALLIDO" | "DEVOLUCION" | "ANULADA";
         /** @enum {string} */
         ShipmentEvent: "GUIA_CREADA" | "GUIA_RECOLECTADA" | "GUIA_EN_BODEGA" | "GUIA_EN_RUTA" | "GUIA_ENTREGADA" | "GUIA_DEVOLUCION" | "GUIA_ANULADA" | "GUIA_ACTUALIZADA" | "GUIA_INTENTO_FALLIDO";
+        /**
+         * @description What `eventos` may list: the shipment events, and the notices about the company's own webhooks.
+         * @enum {string}
+         */
+        SubscribableEvent: "GUIA_CREADA" | "GUIA_RECOLECTADA" | "GUIA_EN_BODEGA" | "GUIA_EN_RUTA" | "GUIA_ENTREGADA" | "GUIA_DEVOLUCION" | "GUIA_ANULADA" | "GUIA_ACTUALIZADA" | "GUIA_INTENTO_FALLIDO" | "WEBHOOK_FALLANDO" | "WEBHOOK_DESACTIVADO";
         /** @enum {string} */
-        EventName: "GUIA_CREADA" | "GUIA_RECOLECTADA" | "GUIA_EN_BODEGA" | "GUIA_EN_RUTA" | "GUIA_ENTREGADA" | "GUIA_DEVOLUCION" | "GUIA_ANULADA" | "GUIA_ACTUALIZADA" | "GUIA_INTENTO_FALLIDO" | "PING";
+        EventName: "GUIA_CREADA" | "GUIA_RECOLECTADA" | "GUIA_EN_BODEGA" | "GUIA_EN_RUTA" | "GUIA_ENTREGADA" | "GUIA_DEVOLUCION" | "GUIA_ANULADA" | "GUIA_ACTUALIZADA" | "GUIA_INTENTO_FALLIDO" | "WEBHOOK_FALLANDO" | "WEBHOOK_DESACTIVADO" | "PING";
+        /** @description A webhook's health (docs/integrators.md, Endpoint health). */
+        WebhookHealth: {
+            /**
+             * @description `saludable`: no delivery failed since the last success (or none yet); `degradado`: the last one succeeded but one of the last 24 hours failed; `fallando`: every delivery since `desde` failed; `desactivado`: `activo` is false.
+             * @enum {string}
+             */
+            estado: "saludable" | "degradado" | "fallando" | "desactivado";
+            /**
+             * Format: date-time
+             * @description Since when it is in this estado (null for `saludable` with no delivery yet).
+             */
+            desde: string | null;
+            /**
+             * Format: date-time
+             * @description When the last successful delivery ended.
+             */
+            ultimoExito: string | null;
+            /** @description Deliveries ended `fallida` since the last success (PINGs not counted). */
+            fallasConsecutivas: number;
+            /** @description Deliveries created in the last 24 hours, by estado (PINGs not counted). */
+            ultimas24h: {
+                exitosas: number;
+                fallidas: number;
+                pendientes: number;
+            };
+            /** @description While `activo` is false: when, by whom (`sistema` the platform, `empresa` a token or the portal, `operador` the internal routes) and, for `sistema`, why. */
+            desactivacion: {
+                /** Format: date-time */
+                fecha: string;
+                /** @enum {string} */
+                por: "sistema" | "empresa" | "operador";
+                /** @enum {string|null} */
+                motivo: "FALLAS_CONTINUAS" | "GONE" | null;
+            } | null;
+        };
+        /** @description A webhook's health as the portal's lists carry it: `WebhookHealth` without `ultimas24h`. */
+        WebhookHealthSummary: {
+            /**
+             * @description `saludable`: no delivery failed since the last success (or none yet); `degradado`: the last one succeeded but one of the last 24 hours failed; `fallando`: every delivery since `desde` failed; `desactivado`: `activo` is false.
+             * @enum {string}
+             */
+            estado: "saludable" | "degradado" | "fallando" | "desactivado";
+            /**
+             * Format: date-time
+             * @description Since when it is in this estado (null for `saludable` with no delivery yet).
+             */
+            desde: string | null;
+            /**
+             * Format: date-time
+             * @description When the last successful delivery ended.
+             */
+            ultimoExito: string | null;
+            /** @description Deliveries ended `fallida` since the last success (PINGs not counted). */
+            fallasConsecutivas: number;
+            /** @description While `activo` is false: when, by whom (`sistema` the platform, `empresa` a token or the portal, `operador` the internal routes) and, for `sistema`, why. */
+            desactivacion: {
+                /** Format: date-time */
+                fecha: string;
+                /** @enum {string} */
+                por: "sistema" | "empresa" | "operador";
+                /** @enum {string|null} */
+                motivo: "FALLAS_CONTINUAS" | "GONE" | null;
+            } | null;
+        };
         /**
          * @description `pendiente` while attempts remain, then `exitosa` or `fallida`.
          * @enum {string}
@@ -1821,17 +2064,17 @@ export interface components {
             /** Format: date-time */
             fechaEntrega?: string;
         };
-        /** @description `eventos` empty or absent means all events. */
+        /** @description `eventos` empty or absent means every shipment event (never a notice: `WEBHOOK_FALLANDO`, `WEBHOOK_DESACTIVADO` go only to webhooks that list them). */
         WebhookCreate: {
             /** @description An absolute `https://` URL, not localhost, loopback or a private address. */
             url: string;
-            eventos?: ("GUIA_CREADA" | "GUIA_RECOLECTADA" | "GUIA_EN_BODEGA" | "GUIA_EN_RUTA" | "GUIA_ENTREGADA" | "GUIA_DEVOLUCION" | "GUIA_ANULADA" | "GUIA_ACTUALIZADA" | "GUIA_INTENTO_FALLIDO")[];
+            eventos?: components["schemas"]["SubscribableEvent"][];
             descripcion?: string | null;
         };
         /** @description At least one field; `eventos` replaces the previous list; `activo` reactivates (true) or deactivates (false). */
         WebhookPatch: {
             url?: string;
-            eventos?: ("GUIA_CREADA" | "GUIA_RECOLECTADA" | "GUIA_EN_BODEGA" | "GUIA_EN_RUTA" | "GUIA_ENTREGADA" | "GUIA_DEVOLUCION" | "GUIA_ANULADA" | "GUIA_ACTUALIZADA" | "GUIA_INTENTO_FALLIDO")[];
+            eventos?: components["schemas"]["SubscribableEvent"][];
             descripcion?: string | null;
             activo?: boolean;
         };
@@ -1843,6 +2086,8 @@ export interface components {
         RecoveryRequest: {
             desde: string;
             hasta?: string;
+            /** @description Also deliver the events of the window this webhook missed while it was inactive (its mode, branch routing and current `eventos`), each once, oldest first, under the event's `eventoId`. */
+            omitidas?: boolean;
         };
         /** @description What one `recuperar` call did: at most 2,000 resends a call; call again while `pendientes` is above 0. */
         RecoveryResult: {
@@ -1850,6 +2095,8 @@ export interface components {
             reenviadas: number;
             /** @description Deliveries of the window still to be resent by calling again. */
             pendientes: number;
+            /** @description With `omitidas: true` only: the missed events this call delivered (at most 2,000; call again for the rest; 0 once none is left). */
+            omitidas?: number;
         };
         /** @description A shipment as created and listed. `destinatario` and `paquete` are as they were given. */
         Guia: {
@@ -1884,8 +2131,8 @@ export interface components {
             id: string;
             url: string;
             secret: components["schemas"]["Secret"];
-            /** @description Empty means all events. */
-            eventos: components["schemas"]["ShipmentEvent"][];
+            /** @description Empty means every shipment event. */
+            eventos: components["schemas"]["SubscribableEvent"][];
             descripcion: string | null;
             /** Format: date-time */
             createdAt: string;
@@ -1896,7 +2143,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             url: string;
-            eventos: components["schemas"]["ShipmentEvent"][];
+            eventos: components["schemas"]["SubscribableEvent"][];
             descripcion: string | null;
             /** Format: date-time */
             createdAt: string;
@@ -1912,7 +2159,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             url: string;
-            eventos: components["schemas"]["ShipmentEvent"][];
+            eventos: components["schemas"]["SubscribableEvent"][];
             descripcion: string | null;
             activo: boolean;
             /** Format: date-time */
@@ -1922,7 +2169,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             url: string;
-            eventos: components["schemas"]["ShipmentEvent"][];
+            eventos: components["schemas"]["SubscribableEvent"][];
             descripcion: string | null;
             activo: boolean;
             /** Format: date-time */
@@ -2049,6 +2296,17 @@ export interface components {
         };
         PortalResumen: {
             empresa: components["schemas"]["Empresa"];
+            /** @description The company's webhooks (both modes) that are `fallando` or that the platform deactivated. */
+            webhooksConProblemas: {
+                /** Format: uuid */
+                id: string;
+                url: string;
+                descripcion: string | null;
+                modo: components["schemas"]["Modo"];
+                /** Format: uuid */
+                sucursalId: string | null;
+                salud: components["schemas"]["WebhookHealthSummary"];
+            }[];
             /**
              * Format: date-time
              * @description When the daily limit resets: the next midnight in Guatemala.
@@ -2075,7 +2333,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             url: string;
-            eventos: components["schemas"]["ShipmentEvent"][];
+            eventos: components["schemas"]["SubscribableEvent"][];
             descripcion: string | null;
             activo: boolean;
             /** Format: date-time */
@@ -2083,6 +2341,7 @@ export interface components {
             /** Format: uuid */
             sucursalId: string | null;
             ultimoDelivery: components["schemas"]["WebhookListItem"]["ultimoDelivery"];
+            salud: components["schemas"]["WebhookHealthSummary"];
         };
         /** @description One entry of the activity log. */
         PortalActividad: {
@@ -2632,7 +2891,8 @@ export interface components {
          * @description RATE_LIMIT_EXCEEDED (100 requests per minute per token; wait until `X-RateLimit-Reset`, or `Retry-After` seconds),
          *     DAILY_GUIDE_LIMIT (the daily shipment limit, or a batch that would exceed what is left; it resets at midnight
          *     America/Guatemala, UTC-6, which `Retry-After` counts down to) or, on `reenviar`, RESEND_LIMIT_EXCEEDED (10
-         *     resends of one event to one webhook in the last hour; `Retry-After` seconds until the oldest leaves the hour).
+         *     resends of one event to one webhook in the last hour; `Retry-After` seconds until the oldest leaves the hour)
+         *     or, on `POST /api/v1/escuchas`, LISTEN_LIMIT_EXCEEDED (5 open listening sessions per company).
          */
         TooManyRequests: {
             headers: {
@@ -3102,6 +3362,224 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listListenSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newest first; each with its 10 latest deliveries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ListenSessionWithDeliveries"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    openListenSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventos": [
+                 *         "GUIA_CREADA",
+                 *         "GUIA_ENTREGADA"
+                 *       ],
+                 *       "destino": "http://localhost:4000/hook"
+                 *     }
+                 */
+                "application/json": {
+                    eventos?: components["schemas"]["ShipmentEvent"][];
+                    /** @description Where the tool forwards (shown in the portal only; the platform never sends there). */
+                    destino?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The session, with its secret (shown once). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ListenSession"] & {
+                            secret: string;
+                            nota: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    closeListenSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session, ended. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ListenSession"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listenSessionStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream, open until the client closes it or the gateway stops. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example event: abierta
+                     *     data: {"id":"0b6f2c1e-6a59-4c4b-9a55-0c1e2f3a4b5c"}
+                     *
+                     *     event: entrega
+                     *     id: 7d1c...e2.5f0a...91
+                     *     data: {"intento":"7d1c...e2.5f0a...91","evento":"GUIA_CREADA","body":"{...}","headers":{"x-svc-event":"GUIA_CREADA"}}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    answerListenAttempt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "intento": "7d1c...e2.5f0a...91",
+                 *       "statusCode": 200,
+                 *       "duracionMs": 12.4,
+                 *       "respuesta": "ok"
+                 *     }
+                 */
+                "application/json": {
+                    intento: string;
+                    statusCode: number;
+                    duracionMs: number;
+                    respuesta?: string | null;
+                    /** @enum {string|null} */
+                    error?: "TIMEOUT" | "CONNECTION" | null;
+                    mensaje?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Passed to the dispatcher making the attempt. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            intento: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     simulateGuia: {
         parameters: {
             query?: never;
@@ -3382,6 +3860,62 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    webhookHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook's health. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "estado": "desactivado",
+                     *         "desde": "2026-12-01T10:00:00.000Z",
+                     *         "ultimoExito": "2026-11-26T09:58:12.104Z",
+                     *         "fallasConsecutivas": 412,
+                     *         "ultimas24h": {
+                     *           "exitosas": 0,
+                     *           "fallidas": 96,
+                     *           "pendientes": 0
+                     *         },
+                     *         "desactivacion": {
+                     *           "fecha": "2026-12-01T10:00:00.000Z",
+                     *           "por": "sistema",
+                     *           "motivo": "FALLAS_CONTINUAS"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["WebhookHealth"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4076,6 +4610,42 @@ export interface operations {
             403: components["responses"]["PortalForbidden"];
             404: components["responses"]["PortalNotFound"];
             409: components["responses"]["PortalConflict"];
+            429: components["responses"]["PortalTooManyRequests"];
+            500: components["responses"]["PortalInternalError"];
+            503: components["responses"]["PortalUnavailable"];
+        };
+    };
+    portalWebhookHealth: {
+        parameters: {
+            query?: {
+                /** @description `live` (Producción, the default) or `test` (Sandbox): which webhooks and deliveries. */
+                modo?: components["parameters"]["PortalModo"];
+            };
+            header?: never;
+            path: {
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook's health, as `GET /api/v1/webhooks/{id}/salud`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["WebhookHealth"];
+                    };
+                };
+            };
+            400: components["responses"]["PortalBadRequest"];
+            401: components["responses"]["PortalUnauthorized"];
+            404: components["responses"]["PortalNotFound"];
             429: components["responses"]["PortalTooManyRequests"];
             500: components["responses"]["PortalInternalError"];
             503: components["responses"]["PortalUnavailable"];
