@@ -23,7 +23,14 @@ const findTool = (name: string): string | undefined =>
 // Skipped without kubectl on a developer's machine; under CI (CI=true, .ci/run) a missing kubectl
 // fails, as .ci/run installs it: a run that skipped the rendering would pass with broken manifests.
 const underCi = ['1', 'true'].includes((process.env.CI ?? '').toLowerCase());
-const kubectl = findTool('kubectl');
+/** kubectl, when its kustomize is v5 (Debian's kubernetes-client, 1.20, embeds v2, which reads none of these files). */
+function findKubectl(): string | undefined {
+  const path = findTool('kubectl');
+  if (!path) return undefined;
+  const version = execFileSync(path, ['version', '--client'], { encoding: 'utf8' });
+  return /^Kustomize Version: v5\./m.test(version) ? path : undefined;
+}
+const kubectl = findKubectl();
 const describeRendered = kubectl || underCi ? describe : describe.skip;
 
 interface EnvVar {
@@ -75,7 +82,7 @@ interface ScaledObjectSpec {
 }
 
 function render(dir: string): K8sObject[] {
-  if (!kubectl) throw new Error('kubectl is not on PATH: CI must install it (Debian\'s kubectl, .ci/run)');
+  if (!kubectl) throw new Error('no kubectl with kustomize v5 on PATH: CI must bring one (.ci/run)');
   const yaml = execFileSync(kubectl, ['kustomize', join(root, dir)], { encoding: 'utf8' });
   return parseAllDocuments(yaml).map((d) => d.toJSON() as K8sObject).filter(Boolean);
 }
