@@ -402,11 +402,12 @@ describeRendered('infra/kubernetes, rendered with kubectl kustomize (overlays/pr
     // Never below two (one for the load at rest, one for failover): no scale to zero.
     expect(so.minReplicaCount).toBeGreaterThanOrEqual(2);
     expect(so.maxReplicaCount).toBeGreaterThan(so.minReplicaCount);
-    expect(so.fallback!.replicas).toBeGreaterThanOrEqual(so.minReplicaCount);
-    expect(so.fallback!.replicas).toBeLessThanOrEqual(so.maxReplicaCount);
-    expect(so.triggers).toHaveLength(1);
+    // KEDA refuses a fallback beside a CPU trigger (its CheckFallbackValid).
+    expect(so.fallback).toBeUndefined();
+    // Queue depth, and CPU, which holds the replicas that caught up while they stay busy.
+    expect(so.triggers.map((t) => t.type)).toEqual(['prometheus', 'cpu']);
+    expect(so.triggers[1]).toEqual({ type: 'cpu', metricType: 'Utilization', metadata: { value: '70' } });
     const [trigger] = so.triggers;
-    expect(trigger!.type).toBe('prometheus');
     expect(trigger!.metricType).toBe('AverageValue');
     const meta = trigger!.metadata;
     expect(Object.keys(meta).sort()).toEqual(['ignoreNullValues', 'query', 'serverAddress', 'threshold']);
