@@ -4,6 +4,7 @@ import {
   connectRedis,
   createSecretBox,
   createStopStack,
+  dueDelayedJobs,
   senderSettings,
   openDatabase,
   prepareSecretsAtRest,
@@ -76,7 +77,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     const sender = openSender(config, undo);
     const queues = openQueues(config, stores.commands, undo);
     const slots = createFairShare(config, logger);
-    const metrics = createMetrics(stores.db, queues, slots);
+    const metrics = createMetrics(stores.db, stores.commands, queues, slots);
 
     const { db, pool, secrets } = stores;
     const postgres = createPostgresWatch((listener) => pool.on('error', listener));
@@ -194,7 +195,7 @@ function createFairShare(config: DispatcherConfig, logger: Logger): WebhookSlots
   });
 }
 
-function createMetrics(db: Db, { eventsQueue, deliveryQueue }: Queues, slots: WebhookSlots): DispatcherMetrics {
+function createMetrics(db: Db, commands: RedisClient, { eventsQueue, deliveryQueue }: Queues, slots: WebhookSlots): DispatcherMetrics {
   return createDispatcherMetrics({
     slots,
     queueCounts: async () => {
@@ -202,6 +203,10 @@ function createMetrics(db: Db, { eventsQueue, deliveryQueue }: Queues, slots: We
         eventsQueue.getJobCounts(...QUEUE_STATES),
         deliveryQueue.getJobCounts(...QUEUE_STATES),
       ]);
+      return { [JOBS.shipmentEvent.queue]: events, [JOBS.delivery.queue]: deliveries };
+    },
+    dueCounts: async () => {
+      const [events, deliveries] = await Promise.all([dueDelayedJobs(commands, eventsQueue), dueDelayedJobs(commands, deliveryQueue)]);
       return { [JOBS.shipmentEvent.queue]: events, [JOBS.delivery.queue]: deliveries };
     },
     backlog: { oldestOverdueDelivery: () => oldestOverdueAge(db), oldestUnfannedEvent: () => oldestUnfannedAge(db) },

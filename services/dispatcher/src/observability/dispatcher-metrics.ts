@@ -7,6 +7,9 @@ export const QUEUE_STATES: readonly QueueState[] = ['waiting', 'active', 'delaye
 /** Job counts by queue name, read on each scrape. */
 export type QueueCounts = () => Promise<Record<string, Partial<Record<QueueState, number>>>>;
 
+/** Delayed jobs already due (not yet moved to waiting) by queue name, read on each scrape. */
+export type QueueDueCounts = () => Promise<Record<string, number>>;
+
 /** Ages in seconds of the oldest work Postgres says is owed, read on each scrape (indexed). */
 export interface BacklogAges {
   oldestOverdueDelivery(): Promise<number>;
@@ -36,8 +39,8 @@ function boundOnce<K, V>(make: (key: K) => V): (key: K) => V {
  * Every metric of the dispatcher, on its own registry (tests run several dispatchers in one
  * process). Labels hold bounded values only: event names, outcomes, attempt results, queue states.
  */
-export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; backlog?: BacklogAges; slots?: SlotReadings } = {}) {
-  const { queueCounts, backlog, slots } = sources;
+export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; dueCounts?: QueueDueCounts; backlog?: BacklogAges; slots?: SlotReadings } = {}) {
+  const { queueCounts, dueCounts, backlog, slots } = sources;
   const m = createServiceMetrics('dispatcher');
   const deliveries = m.counter('svc_webhook_deliveries_total', 'Deliveries that ended, by event and outcome (success or failure); counted once per delivery', ['evento', 'outcome']);
   const attempts = m.counter('svc_webhook_attempts_total', 'Delivery attempts, by result (2xx, 3xx, 4xx, 5xx, timeout, network, blocked)', ['result']);
@@ -51,6 +54,14 @@ export function createDispatcherMetrics(sources: { queueCounts?: QueueCounts; ba
     for (const [queue, byState] of Object.entries(counts)) {
       for (const state of QUEUE_STATES) this.set({ queue, state }, byState[state] ?? 0);
     }
+  });
+
+  // Queue depth for autoscaling (infra/kubernetes' ScaledObject): waiting plus these. A delayed job
+  // past its due time is owed now, but `delayed` above counts it with those due later.
+  m.gauge('svc_queue_delayed_due_jobs', 'Delayed jobs whose due time has passed, not yet moved to waiting (retries and deferrals owed now), by queue', ['queue'], async function () {
+    const counts = await dueCounts?.().catch(() => undefined);
+    if (!counts) return;
+    for (const [queue, due] of Object.entries(counts)) this.set({ queue }, due);
   });
 
   const jobsFailed = m.counter('svc_jobs_failed_total', 'Jobs that ended failed for a reason other than a receiver failing 3 attempts, by queue and reason (malformed, retries_exhausted)', ['queue', 'reason']);
