@@ -16,6 +16,12 @@ export interface SlotBounds {
   /** Slots a webhook already sending leaves free for others' first sends: a tenth of the pool. */
   reserve: number;
   /**
+   * Slots a send beyond its shares leaves free (webhook-slots.limiter.ts, work-conserving shares): a
+   * quarter of the pool, at least the reserve. A slot lent cannot be taken back before its send
+   * ends (up to the 5 s deadline), so this much stays free for a tenant that comes meanwhile.
+   */
+  lendHeadroom: number;
+  /**
    * Retries of webhooks not known to be quick that may wait for a slot at once (each holds a
    * worker's job, and may wait long, as a slow webhook's slot frees slowly): a tenth of the pool;
    * the others are deferred.
@@ -43,5 +49,6 @@ export function sizeBounds(b: SlotBounds, n: number, fixed: FixedShares): void {
   b.degradedCap = Math.max(1, Math.floor(b.perWebhook / 4));
   b.degradedBudget = Math.max(1, Math.floor(n / 2));
   b.reserve = n <= 2 ? 0 : Math.max(1, Math.ceil(n / 10));
+  b.lendHeadroom = n <= 2 ? 0 : Math.max(b.reserve, Math.ceil(n / 4));
   b.slowRetryWaiters = Math.max(1, Math.ceil(n / 10));
 }
