@@ -155,6 +155,14 @@ interface WebhookRecord extends WebhookHealth {
    * ones still ahead are its backlog. Pruned from the front as they come due.
    */
   deferred: number[];
+  /**
+   * Its deferral schedule: the turn given to the last job deferred (see defer). The next one comes a
+   * slot's worth later (its attempts' length ÷ the slots it may use), so a backlog comes back at
+   * the pace its slots free rather than in clumps.
+   */
+  nextTurn: number;
+  /** When its sends in flight started, oldest first (roughly: they are taken off in that order). */
+  started: number[];
   lastUsed: number;
 }
 
@@ -302,7 +310,7 @@ function recordOf(pool: Pool, id: string, companyId: string | undefined): Webhoo
       company = { inFlight: 0, degradedInFlight: 0 };
       pool.companies.set(key, company);
     }
-    w = { company, companyId: key, inFlight: 0, score: 0, durations: [], slowAnswers: 0, degraded: false, avgMs: undefined, deferred: [], lastUsed: pool.now() };
+    w = { company, companyId: key, inFlight: 0, score: 0, durations: [], slowAnswers: 0, degraded: false, avgMs: undefined, deferred: [], nextTurn: 0, started: [], lastUsed: pool.now() };
     pool.webhooks.set(id, w);
   }
   return w;
@@ -352,6 +360,7 @@ function take(pool: Pool, id: string, w: WebhookRecord): Slot {
   const lent = state === 'degraded' && shareLimit(pool, w) !== null;
   if (lent) pool.lentDegraded++;
   w.inFlight++;
+  w.started.push(pool.now());
   w.company.inFlight++;
   if (state === 'degraded' && w.company.degradedInFlight++ === 0) pool.degradedHolders++;
   w.lastUsed = pool.now();
@@ -371,6 +380,7 @@ function take(pool: Pool, id: string, w: WebhookRecord): Slot {
 /** A slot given back: the counts it held, what its attempt says of the webhook, and the waiters it lets in. */
 function giveBack(pool: Pool, id: string, w: WebhookRecord, state: SlotState, outcome: SlotOutcome): void {
   w.inFlight--;
+  w.started.shift();
   w.company.inFlight--;
   if (state === 'degraded' && --w.company.degradedInFlight === 0) pool.degradedHolders--;
   pool.held[state]--;
@@ -452,10 +462,27 @@ function turnIn(pool: Pool, w: WebhookRecord): number {
   return Math.ceil((ahead + 1) / capacityOf(pool, w)) * (w.avgMs ?? UNKNOWN_DURATION_MS);
 }
 
+/**
+ * Deferred until its turn in its webhook's schedule, as in fair queueing's virtual finish times:
+ * the first job of a backlog when its webhook's oldest send should end (or, none in flight, after
+ * one attempt's length), each next one a slot's worth (the attempts' length ÷ the slots it may use)
+ * after the one before. A turn past maxDeferMs comes back at maxDeferMs to look again, off the
+ * schedule (jittered: jobs deferred together must not come back in one instant): a schedule that
+ * counted it would push every later job back once more each time it came early.
+ */
 function defer(pool: Pool, w: WebhookRecord, reason: DeferReason): Admission {
-  // Jitter spreads jobs deferred together, so they do not all come back in the same instant.
-  const wait = Math.min(pool.maxDeferMs, Math.max(MIN_DEFER_MS, turnIn(pool, w) * (1 + Math.random() * 0.25)));
-  const deferUntil = pool.now() + Math.round(wait);
+  const at = pool.now();
+  const avg = w.avgMs ?? UNKNOWN_DURATION_MS;
+  const gap = avg / capacityOf(pool, w);
+  const first = (w.started[0] ?? at) + avg;
+  const turn = Math.max(at + MIN_DEFER_MS, at + gap, w.nextTurn > at ? w.nextTurn + gap : first);
+  let deferUntil: number;
+  if (turn - at <= pool.maxDeferMs) {
+    w.nextTurn = turn;
+    deferUntil = Math.round(turn);
+  } else {
+    deferUntil = at + Math.round(pool.maxDeferMs * (1 - Math.random() * 0.2));
+  }
   w.deferred.push(deferUntil);
   pool.backlogged.add(w);
   return { deferUntil, reason };
