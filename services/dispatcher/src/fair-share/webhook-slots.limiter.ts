@@ -16,9 +16,10 @@ import { isQuick, learnFrom, type SlotOutcome, type WebhookHealth } from './webh
  * Every share below is work-conserving (issue 41): it binds only while some webhook under all its
  * own shares wants a slot (waits here, or has deferred jobs still ahead), and then at once, for every
  * send not yet started. Otherwise a webhook or company beyond its shares, healthy or degraded, may
- * borrow any free slot but the last `lendHeadroom` (a quarter of the pool): a send cannot be taken
- * back before it ends, so that much stays free for a tenant that comes meanwhile, and the slots
- * that free after it go first to whoever is under its shares. As in deficit round robin or weighted
+ * borrow any free slot but the last `lendHeadroom` (a quarter of the pool; half of it for a webhook
+ * whose attempts are slow or not known yet): a send cannot be taken back before it ends, so that
+ * much stays free for a tenant that comes meanwhile, and the slots that free after it go first to
+ * whoever is under its shares. As in deficit round robin or weighted
  * fair queueing, the shares decide who goes first when several wait, never whether an idle slot may
  * be used: a slow but healthy receiver alone (a 4 s 2xx is within the contract) drains its backlog
  * at the pool's pace rather than at a quarter of its share.
@@ -232,6 +233,7 @@ function openPool(options: SlotLimiterOptions): Pool {
     degradedBudget: 0,
     reserve: 0,
     lendHeadroom: 0,
+    slowLendHeadroom: 0,
     slowRetryWaiters: 0,
     now,
     maxLocalWaitMs: options.maxLocalWaitMs ?? 100,
@@ -349,7 +351,7 @@ function someoneWants(pool: Pool): boolean {
 function blocked(pool: Pool, w: WebhookRecord, retry: boolean): DeferReason | null {
   // Beyond a share, a slot is lent only if it leaves the headroom free and nobody under theirs wants one.
   const share = shareLimit(pool, w);
-  if (share !== null && (total(pool) >= pool.slots - pool.lendHeadroom || someoneWants(pool))) return share;
+  if (share !== null && (total(pool) >= pool.slots - headroomOf(pool, w) || someoneWants(pool))) return share;
   // A quick webhook's retry may take the reserve: it gives the slot back at once.
   if (total(pool) >= (w.inFlight > 0 && !(retry && isQuick(w)) ? pool.slots - pool.reserve : pool.slots)) return 'pool_reserve';
   return null;
@@ -452,8 +454,11 @@ function deferredAhead(w: WebhookRecord, at: number): number {
 function capacityOf(pool: Pool, w: WebhookRecord): number {
   const own = capOf(pool, w);
   if (someoneWants(pool)) return own;
-  return Math.max(own, pool.slots - pool.lendHeadroom - (total(pool) - w.inFlight));
+  return Math.max(own, pool.slots - headroomOf(pool, w) - (total(pool) - w.inFlight));
 }
+
+/** What a loan to this webhook must leave free: less when its attempts end quickly (it gives the slots back soon). */
+const headroomOf = (pool: Pool, w: WebhookRecord): number => (isQuick(w) ? pool.lendHeadroom : pool.slowLendHeadroom);
 
 /** When this webhook's turn is likely to come: the jobs ahead of it, its slots and its attempts' length. */
 function turnIn(pool: Pool, w: WebhookRecord): number {
