@@ -136,6 +136,21 @@ export async function endToEnd(b: Bench, fleet: Fleet): Promise<EndToEnd> {
       sentToReceipt.push(at - times[0]);
       createdToReceipt.push(at - times[1]);
     }
+    // Where the tail is: the event's commit (outbox.created_at, Postgres's clock, the machine's) to
+    // its relay into the queue (enviado_en), and the relay to its first receipt.
+    const receivedAt = new Map<string, number>();
+    for (const [, at, numero] of receipts) if (numero !== undefined && created.has(numero) && !receivedAt.has(numero)) receivedAt.set(numero, at);
+    const outbox = await b.pool.query<{ numero: string; committed: number; relayed: number | null }>(
+      `select data->>'numeroGuia' as numero, extract(epoch from created_at) * 1000 as committed, extract(epoch from enviado_en) * 1000 as relayed from outbox where data->>'numeroGuia' = any($1)`,
+      [[...receivedAt.keys()]],
+    );
+    const commitToRelay: number[] = [];
+    const relayToReceipt: number[] = [];
+    for (const row of outbox.rows) {
+      if (row.relayed === null) continue;
+      commitToRelay.push(Number(row.relayed) - Number(row.committed));
+      relayToReceipt.push(receivedAt.get(row.numero)! - Number(row.relayed));
+    }
     const result: EndToEnd = {
       achieved: (measuredRequests * E2E_BATCH) / seconds,
       shipments: created.size,
@@ -157,6 +172,7 @@ export async function endToEnd(b: Bench, fleet: Fleet): Promise<EndToEnd> {
     );
     console.log(`    batch request, sent → 201: ${p(result.request)}`);
     console.log(`    shipment, request sent → webhook receipt: ${p(result.sentToReceipt)}; its 201 → receipt: ${p(result.createdToReceipt)}`);
+    console.log(`    event, commit → relayed to the queue: ${p(ascending(commitToRelay))}; relayed → receipt: ${p(ascending(relayToReceipt))}`);
     console.log(
       `    gateway CPU per shipment ${gatewayCpu.toFixed(3)} ms, dispatcher CPU per delivery ${perDelivery(load, 'dispatcher').toFixed(3)} ms; ` +
         `peak RSS gateway ${memory.rss.gateway} MB, dispatcher ${memory.rss.dispatcher ?? '-'} MB; at most ${memory.peakInFlight} requests held by the receivers at once`,

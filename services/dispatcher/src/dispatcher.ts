@@ -273,7 +273,8 @@ function startGovernor(config: DispatcherConfig, logger: Logger, slots: WebhookS
   const governor = createInFlightGovernor({
     floor: config.concurrency,
     ceiling: config.maxInFlight,
-    used: () => Math.max(slots.inFlight(), running.events, running.deliveries / DELIVERY_JOBS_PER_SLOT) / slots.limit(),
+    // Slots lent to degraded webhooks beyond their shares are not demand: a dead endpoint alone must not grow the pool.
+    used: () => (Math.max(slots.inFlight(), running.events, running.deliveries / DELIVERY_JOBS_PER_SLOT) - slots.lentToDegraded()) / slots.limit(),
     refusals: () => slots.refusals(),
     apply: (limit) => {
       slots.resize(limit);

@@ -16,7 +16,8 @@ const funded = { planActivo: true, creditos: 10_000, sucursalesHabilitadas: true
 describe('dispatcher: fair sharing between webhooks', () => {
   let fx: DispatcherFixture;
   beforeAll(async () => {
-    // 8 slots: a webhook may hold 4, a degraded one 1, degraded ones together 4.
+    // 8 slots: a webhook may hold 4, a degraded one 1, degraded ones together 4, while another
+    // under its shares wants a slot; alone, any webhook may borrow up to the pool but its headroom (2).
     fx = await startDispatcherFixture('fairness', { dispatcher: { env: { DISPATCHER_CONCURRENCY: '8', DISPATCHER_WEBHOOK_CONCURRENCY: '4' } } });
   });
   afterAll(() => fx?.stop());
@@ -32,7 +33,7 @@ describe('dispatcher: fair sharing between webhooks', () => {
     return res.body.data.numeroGuia as string;
   };
 
-  it("a failing endpoint is held to its bound, waits cost it no attempt, and another tenant's deliveries go straight through", async () => {
+  it("a failing endpoint never takes the headroom, waits cost it no attempt, and another tenant's deliveries go straight through", async () => {
     const a = await createCompany(fx.gw, funded);
     const b = await createCompany(fx.gw, funded);
     const slowHook = await hook(a, '/a-slow');
@@ -41,11 +42,9 @@ describe('dispatcher: fair sharing between webhooks', () => {
     // A's endpoint answers 500 after 400 ms; the receiver counts how many requests it holds at once.
     let active = 0;
     let maxActive = 0;
-    const activeAt: Array<[number, number]> = [];
     fx.receiver.respond('/a-slow', () => {
       active++;
       maxActive = Math.max(maxActive, active);
-      activeAt.push([Date.now(), active]);
       setTimeout(() => active--, 400);
       return { status: 500, delayMs: 400, body: 'down for maintenance' };
     });
@@ -89,10 +88,9 @@ describe('dispatcher: fair sharing between webhooks', () => {
     expect(attempts[0]!.n).toBe(3 * A_SHIPMENTS);
     expect(fx.receiver.requestsTo('/a-slow')).toHaveLength(3 * A_SHIPMENTS);
 
-    // Never more than its bound of 4; once degraded (after its first failures), one at a time.
-    expect(maxActive).toBeLessThanOrEqual(4);
-    const degradedSince = activeAt[0]![0] + 1500;
-    expect(Math.max(...activeAt.filter(([t]) => t > degradedSince).map(([, n]) => n))).toBeLessThanOrEqual(1);
+    // Shares are work-conserving (issue 41): with nobody else waiting it borrows past its bound of 4
+    // (1 once degraded), but never the headroom B's sends start in.
+    expect(maxActive).toBeLessThanOrEqual(6);
 
     const metrics = parseExposition(await (await fetch(`http://127.0.0.1:${fx.dispatcher.metricsPort}/metrics`)).text());
     expect(sampleSum(metrics, 'svc_delivery_deferrals_total')).toBeGreaterThan(0);

@@ -1,4 +1,4 @@
-import { createWebhookSlots, type Admission, type Slot, type SlotState } from '../src/fair-share/webhook-slots.limiter';
+import { createWebhookSlots, type Admission, type Slot, type SlotState, type WebhookSlots } from '../src/fair-share/webhook-slots.limiter';
 
 /** The fair-sharing rules on their own (the dispatcher-level proof is test/chaos/tenant-isolation). */
 
@@ -16,9 +16,26 @@ const OK = { ok: true, durationMs: 5 };
 const QUICK_FAIL = { ok: false, durationMs: 5 };
 const RETRY = { retry: true };
 
+/**
+ * A healthy rival under all its shares with a job deferred for about 5 s (a slow receiver's, sent
+ * away while a pool shrunk to one slot for a moment held it back): while it waits, every share
+ * binds. Alone, a webhook may borrow beyond its shares (see 'work-conserving shares' below).
+ */
+async function rivalWaiting(slots: WebhookSlots, size: number): Promise<void> {
+  slotOf(await slots.acquire('rival', { companyId: 'rival' })).release({ ok: true, durationMs: 4900 });
+  slots.resize(1);
+  const holder = slots.inFlight() === 0 ? slotOf(await slots.acquire('holder', { companyId: 'holder' })) : undefined;
+  const rival = slots.acquire('rival', { companyId: 'rival' });
+  slots.close();
+  expect(deferralOf(await rival).deferUntil - Date.now()).toBeGreaterThanOrEqual(4000);
+  holder?.release(OK);
+  slots.resize(size);
+}
+
 describe('webhook slots', () => {
   it('a webhook never holds more than its bound; the next job waits here and starts when one frees', async () => {
-    const slots = createWebhookSlots({ slots: 50, perWebhook: 3 });
+    // 4 slots: a bound of 3 is also what a webhook alone may borrow (the pool but its headroom, 1).
+    const slots = createWebhookSlots({ slots: 4, perWebhook: 3 });
     slotOf(await slots.acquire('a')).release(OK); // known now: a fast receiver
     const held = await Promise.all([1, 2, 3].map(async () => slotOf(await slots.acquire('a'))));
     const fourth = slots.acquire('a');
@@ -31,7 +48,7 @@ describe('webhook slots', () => {
   });
 
   it('a job that cannot start within the local wait is deferred, not held', async () => {
-    const slots = createWebhookSlots({ slots: 50, perWebhook: 1, maxLocalWaitMs: 80 });
+    const slots = createWebhookSlots({ slots: 1, perWebhook: 1, maxLocalWaitMs: 80 });
     slotOf(await slots.acquire('a')).release(OK);
     const first = slotOf(await slots.acquire('a'));
     const t0 = Date.now();
@@ -43,7 +60,7 @@ describe('webhook slots', () => {
   });
 
   it('a webhook whose attempts have not ended yet is deferred at once rather than waiting (it may be dead)', async () => {
-    const slots = createWebhookSlots({ slots: 50, perWebhook: 1, maxLocalWaitMs: 10_000 });
+    const slots = createWebhookSlots({ slots: 1, perWebhook: 1, maxLocalWaitMs: 10_000 });
     const first = slotOf(await slots.acquire('new'));
     const t0 = Date.now();
     expect(deferralOf(await slots.acquire('new')).reason).toBe('webhook_limit');
@@ -67,6 +84,7 @@ describe('webhook slots', () => {
   it('failing attempts degrade a webhook to a quarter of its bound, and successes bring it back', async () => {
     const changes: Array<[string, SlotState]> = [];
     const slots = createWebhookSlots({ slots: 50, perWebhook: 8, onStateChange: (id, state) => changes.push([id, state]) });
+    await rivalWaiting(slots, 50);
     // One failure is not enough (a receiver may fail once); two in a row are.
     slotOf(await slots.acquire('dead')).release(FAIL);
     expect(slots.stats().degradedWebhooks).toBe(0);
@@ -85,7 +103,7 @@ describe('webhook slots', () => {
     // The next one queues behind it: its turn is later.
     const later = deferralOf(await slots.acquire('dead'));
     expect(later.deferUntil).toBeGreaterThan(deferred.deferUntil - 2000);
-    expect(slots.stats().deferredAhead).toBe(2);
+    expect(slots.stats().deferredAhead).toBe(3);
 
     for (const s of held) s.release(OK);
     for (let i = 0; i < 10 && slots.stats().degradedWebhooks > 0; i++) slotOf(await slots.acquire('dead')).release(OK);
@@ -101,6 +119,7 @@ describe('webhook slots', () => {
 
   it('degraded webhooks together hold at most half the pool; healthy ones keep the rest', async () => {
     const slots = createWebhookSlots({ slots: 10, perWebhook: 8, maxLocalWaitMs: 10 });
+    await rivalWaiting(slots, 10);
     const dead = ['d1', 'd2', 'd3', 'd4', 'd5', 'd6', 'd7'];
     for (const id of dead) for (let i = 0; i < 2; i++) slotOf(await slots.acquire(id)).release(FAIL);
     expect(slots.stats().degradedWebhooks).toBe(7);
@@ -143,7 +162,8 @@ describe('webhook slots', () => {
       retry.release(QUICK_FAIL);
       // Its slots come back at once, so the budget does not hold its first attempts either.
       slotOf(await slots.acquire('quick')).release(QUICK_FAIL);
-      // A dead endpoint still is held to it, first attempt or retry.
+      // A dead endpoint still is held to it, first attempt or retry, while another wants a slot.
+      await rivalWaiting(slots, 10);
       for (let k = 0; k < 2; k++) slotOf(await slots.acquire('dead-5')).release(FAIL);
       expect(deferralOf(await slots.acquire('dead-5')).reason).toBe('degraded_limit');
       for (const s of dead) s.release(FAIL);
@@ -238,6 +258,7 @@ describe('webhook slots', () => {
 
     it("a retry keeps its own webhook's bound: deferred, not waiting", async () => {
       const slots = createWebhookSlots({ slots: 50, perWebhook: 4, maxLocalWaitMs: 5000 });
+      await rivalWaiting(slots, 50);
       slotOf(await slots.acquire('w')).release(QUICK_FAIL);
       slotOf(await slots.acquire('w')).release(QUICK_FAIL);
       const only = slotOf(await slots.acquire('w')); // degraded: 4 / 4 = 1 slot
@@ -250,6 +271,7 @@ describe('webhook slots', () => {
     it("a dead endpoint's retry waits here for the next slot of the budget rather than for its attempts' length (5 s)", async () => {
       const slots = createWebhookSlots({ slots: 10, perWebhook: 8 });
       const dead = await deadHolding(slots, 5);
+      await rivalWaiting(slots, 10);
       for (let k = 0; k < 2; k++) slotOf(await slots.acquire('late')).release(FAIL);
       // Its first attempts still go back to the queue until their turn.
       expect(deferralOf(await slots.acquire('late')).deferUntil - Date.now()).toBeGreaterThanOrEqual(4000);
@@ -264,6 +286,7 @@ describe('webhook slots', () => {
     it("only a tenth of the pool's jobs wait here for slow webhooks' retries; the next is deferred", async () => {
       const slots = createWebhookSlots({ slots: 10, perWebhook: 8 });
       const dead = await deadHolding(slots, 5);
+      await rivalWaiting(slots, 10);
       for (let k = 0; k < 2; k++) for (const id of ['late-1', 'late-2']) slotOf(await slots.acquire(id)).release(FAIL);
       const waiting = slots.acquire('late-1', RETRY);
       expect(deferralOf(await slots.acquire('late-2', RETRY)).reason).toBe('degraded_limit');
@@ -280,6 +303,7 @@ describe('webhook slots', () => {
     it("one company's webhooks together hold at most its share, and another company still finds the rest", async () => {
       // 50 slots, 25 per webhook, 25 per company: before, 20 webhooks of one company took 45.
       const slots = createWebhookSlots({ slots: 50, perWebhook: 25, perCompany: 25, maxLocalWaitMs: 10 });
+      await rivalWaiting(slots, 50);
       const a: Slot[] = [];
       for (let round = 0; round < 3; round++) {
         for (let i = 0; i < 20; i++) {
@@ -310,6 +334,7 @@ describe('webhook slots', () => {
     it('an endpoint whose median answer is over 2 s counts as degraded, though it answers 2xx, and recovers when it is quick again', async () => {
       const changes: Array<[string, SlotState]> = [];
       const slots = createWebhookSlots({ slots: 50, perWebhook: 8, onStateChange: (id, state) => changes.push([id, state]) });
+      await rivalWaiting(slots, 50);
       // One or two slow answers are not enough (a cold start); a median of three is.
       slotOf(await slots.acquire('slow', { companyId: 'A' })).release(SLOW_OK);
       slotOf(await slots.acquire('slow', { companyId: 'A' })).release(SLOW_OK);
@@ -339,6 +364,7 @@ describe('webhook slots', () => {
       const slots = createWebhookSlots({ slots: 50, perWebhook: 25, perCompany: 25, maxLocalWaitMs: 10 });
       for (let i = 0; i < 20; i++) for (let k = 0; k < 3; k++) slotOf(await slots.acquire(`a-${i}`, { companyId: 'A' })).release(SLOW_OK);
       for (let i = 0; i < 3; i++) for (let k = 0; k < 3; k++) slotOf(await slots.acquire(`c-${i}`, { companyId: 'C' })).release(SLOW_OK);
+      await rivalWaiting(slots, 50);
       expect(slots.stats().degradedWebhooks).toBe(23);
       // Each slow webhook may hold 25 / 4 = 6; C holds one slot first: A and C then share the
       // degraded budget (50 / 2 = 25) half and half, so A stops at 13 though the budget has room.
@@ -365,8 +391,59 @@ describe('webhook slots', () => {
     });
   });
 
+  describe('work-conserving shares (issue 41): they bind only while someone under theirs wants a slot', () => {
+    const SLOW_OK = { ok: true, durationMs: 4000 };
+
+    it('a slow 2xx webhook alone borrows past its degraded cap up to the headroom (half the pool for slow ones); a newcomer finds the headroom at once', async () => {
+      // 50 slots: a share of 25, a degraded cap of 6, a slow borrower's headroom of 25.
+      const slots = createWebhookSlots({ slots: 50, perWebhook: 25, perCompany: 25, maxLocalWaitMs: 10 });
+      for (let k = 0; k < 3; k++) slotOf(await slots.acquire('slow', { companyId: 'A' })).release(SLOW_OK);
+      expect(slots.stats().degradedWebhooks).toBe(1);
+      const held: Slot[] = [];
+      for (let i = 0; i < 40; i++) {
+        const got = await slots.acquire('slow', { companyId: 'A' });
+        if ('slot' in got) held.push(got.slot);
+        else expect(got.reason).toBe('degraded_limit');
+      }
+      expect(held).toHaveLength(25);
+      expect(slots.lentToDegraded()).toBe(25 - 6);
+      // Its next turn is estimated by what it may borrow (25 slots of 4 s), not by its cap (6).
+      const next = deferralOf(await slots.acquire('slow', { companyId: 'A' }));
+      expect(next.deferUntil - Date.now()).toBeLessThan(3 * 4000 * 1.25 + 50);
+      // Another company starts at once, in the headroom, up to the pool.
+      const b: Slot[] = [];
+      for (let i = 0; i < 25; i++) b.push(slotOf(await slots.acquire(`b-${i}`, { companyId: `B${i}` })));
+      expect(slots.inFlight()).toBe(50);
+      for (const s of [...held, ...b]) s.release(SLOW_OK);
+      expect(slots.lentToDegraded()).toBe(0);
+    });
+
+    it('once a webhook under its shares waits, the next slot freed goes to it, before a borrower that waited first', async () => {
+      const slots = createWebhookSlots({ slots: 10, perWebhook: 5, perCompany: 5, maxLocalWaitMs: 5000, maxPoolWaitMs: 5000 });
+      slotOf(await slots.acquire('a', { companyId: 'A' })).release(OK);
+      slotOf(await slots.acquire('b', { companyId: 'B' })).release(OK);
+      // A alone, quick: 5 of its share and 2 borrowed (a quick borrower's headroom is 3); its next send waits here.
+      const a: Slot[] = [];
+      for (let i = 0; i < 7; i++) a.push(slotOf(await slots.acquire('a', { companyId: 'A' })));
+      expect(slots.lentToDegraded()).toBe(0); // healthy: lent, but not counted against the governor's growth
+      const aWaits = slots.acquire('a', { companyId: 'A' });
+      // B takes the headroom but the reserve, then its next send waits here (under its share).
+      const b = [slotOf(await slots.acquire('b', { companyId: 'B' })), slotOf(await slots.acquire('b', { companyId: 'B' }))];
+      const bWaits = slots.acquire('b', { companyId: 'B' });
+      expect(slots.stats().waitingHere).toBe(2);
+      // A slot of A's frees: B's share binds A at once, so it goes to B.
+      a.shift()!.release(OK);
+      b.push(slotOf(await bWaits));
+      expect(slots.stats().waitingHere).toBe(1);
+      // A back under its share: its own waiter starts.
+      for (const s of a.splice(0, 3)) s.release(OK);
+      a.push(slotOf(await aWaits));
+      for (const s of [...a, ...b]) s.release(OK);
+    });
+  });
+
   it('close sends every waiter away deferred', async () => {
-    const slots = createWebhookSlots({ slots: 50, perWebhook: 1, maxLocalWaitMs: 10_000 });
+    const slots = createWebhookSlots({ slots: 1, perWebhook: 1, maxLocalWaitMs: 10_000 });
     slotOf(await slots.acquire('a')).release(OK);
     const first = slotOf(await slots.acquire('a'));
     const waiting = slots.acquire('a');

@@ -16,6 +16,20 @@ export interface SlotBounds {
   /** Slots a webhook already sending leaves free for others' first sends: a tenth of the pool. */
   reserve: number;
   /**
+   * Slots a send beyond its shares leaves free (webhook-slots.limiter.ts, work-conserving shares): a
+   * quarter of the pool, at least the reserve, for a webhook whose attempts end quickly. A slot lent
+   * cannot be taken back before its send ends, so this much stays free for a tenant that comes
+   * meanwhile.
+   */
+  lendHeadroom: number;
+  /**
+   * The same for a webhook whose attempts are slow or not known yet: half the pool. Its loans come
+   * back only after seconds (up to the 5 s deadline) and all at once when they started together, so
+   * a tenant that comes meanwhile must find room for more than its first sends; alone it still
+   * reaches a healthy webhook's default share however degraded it is.
+   */
+  slowLendHeadroom: number;
+  /**
    * Retries of webhooks not known to be quick that may wait for a slot at once (each holds a
    * worker's job, and may wait long, as a slow webhook's slot frees slowly): a tenth of the pool;
    * the others are deferred.
@@ -43,5 +57,7 @@ export function sizeBounds(b: SlotBounds, n: number, fixed: FixedShares): void {
   b.degradedCap = Math.max(1, Math.floor(b.perWebhook / 4));
   b.degradedBudget = Math.max(1, Math.floor(n / 2));
   b.reserve = n <= 2 ? 0 : Math.max(1, Math.ceil(n / 10));
+  b.lendHeadroom = n <= 2 ? 0 : Math.max(b.reserve, Math.ceil(n / 4));
+  b.slowLendHeadroom = n <= 2 ? 0 : Math.max(b.lendHeadroom, Math.floor(n / 2));
   b.slowRetryWaiters = Math.max(1, Math.ceil(n / 10));
 }

@@ -13,6 +13,17 @@ import { isQuick, learnFrom, type SlotOutcome, type WebhookHealth } from './webh
  * deferred until its estimated turn: the caller records that due time in Postgres, where the
  * deferral scheduler finds it (reconcile/deferral.scheduler.ts), without spending an attempt.
  *
+ * Every share below is work-conserving (issue 41): it binds only while some webhook under all its
+ * own shares wants a slot (waits here, or has deferred jobs still ahead), and then at once, for every
+ * send not yet started. Otherwise a webhook or company beyond its shares, healthy or degraded, may
+ * borrow any free slot but the last `lendHeadroom` (a quarter of the pool; half of it for a webhook
+ * whose attempts are slow or not known yet): a send cannot be taken back before it ends, so that
+ * much stays free for a tenant that comes meanwhile, and the slots that free after it go first to
+ * whoever is under its shares. As in deficit round robin or weighted
+ * fair queueing, the shares decide who goes first when several wait, never whether an idle slot may
+ * be used: a slow but healthy receiver alone (a 4 s 2xx is within the contract) drains its backlog
+ * at the pool's pace rather than at a quarter of its share.
+ *
  * The rules, each for a reason:
  * - A company holds at most `perCompany` slots (DISPATCHER_COMPANY_CONCURRENCY), whatever its number
  *   of webhooks: the tenant is the company, and one with 20 slow or dead webhooks must leave the
@@ -90,6 +101,11 @@ export interface WebhookSlots {
   /** The pool's size now. */
   limit(): number;
   /**
+   * Slots degraded webhooks hold beyond their shares, lent because nobody under theirs wanted them:
+   * the governor does not count them as demand, so a dead endpoint alone never grows the pool.
+   */
+  lentToDegraded(): number;
+  /**
    * Sends refused so far (waited or deferred) by a bound a larger pool would widen: the pool's
    * reserve, and a healthy webhook's or company's share where it follows the pool. A degraded
    * webhook's refusals do not count: a bigger pool must not grow a dead endpoint's share.
@@ -140,6 +156,14 @@ interface WebhookRecord extends WebhookHealth {
    * ones still ahead are its backlog. Pruned from the front as they come due.
    */
   deferred: number[];
+  /**
+   * Its deferral schedule: the turn given to the last job deferred (see defer). The next one comes a
+   * slot's worth later (its attempts' length ÷ the slots it may use), so a backlog comes back at
+   * the pace its slots free rather than in clumps.
+   */
+  nextTurn: number;
+  /** When its sends in flight started, oldest first (roughly: they are taken off in that order). */
+  started: number[];
   lastUsed: number;
 }
 
@@ -169,6 +193,12 @@ interface Pool extends SlotBounds {
    */
   degradedHolders: number;
   waiters: Waiter[];
+  /** Webhooks that had jobs deferred: those with some still ahead are waiting too (see someoneWants). */
+  readonly backlogged: Set<WebhookRecord>;
+  /** Slots held beyond their shares by degraded webhooks (lentToDegraded). */
+  lentDegraded: number;
+  /** someoneWants, computed at most once per admission or wake (it walks the waiters); undefined: not yet. */
+  wantsMemo: boolean | undefined;
   refusals: number;
   lastSweep: number;
 }
@@ -181,6 +211,7 @@ export function createWebhookSlots(options: SlotLimiterOptions): WebhookSlots {
     inFlight: () => total(pool),
     refusals: () => pool.refusals,
     limit: () => pool.slots,
+    lentToDegraded: () => pool.lentDegraded,
     resize(n) {
       if (n === pool.slots) return;
       sizeBounds(pool, n, pool.fixed);
@@ -201,6 +232,8 @@ function openPool(options: SlotLimiterOptions): Pool {
     degradedCap: 0,
     degradedBudget: 0,
     reserve: 0,
+    lendHeadroom: 0,
+    slowLendHeadroom: 0,
     slowRetryWaiters: 0,
     now,
     maxLocalWaitMs: options.maxLocalWaitMs ?? 100,
@@ -213,6 +246,9 @@ function openPool(options: SlotLimiterOptions): Pool {
     held: { healthy: 0, degraded: 0 },
     degradedHolders: 0,
     waiters: [],
+    backlogged: new Set(),
+    lentDegraded: 0,
+    wantsMemo: undefined,
     refusals: 0,
     lastSweep: now(),
   };
@@ -233,6 +269,7 @@ const widens = (pool: Pool, reason: DeferReason): boolean =>
  */
 function admit(pool: Pool, id: string, companyId: string | undefined, retry: boolean): Promise<Admission> {
   sweep(pool);
+  pool.wantsMemo = undefined;
   const w = recordOf(pool, id, companyId);
   const reason = blocked(pool, w, retry);
   if (reason === null) return Promise.resolve({ slot: take(pool, id, w) });
@@ -266,6 +303,7 @@ function recordOf(pool: Pool, id: string, companyId: string | undefined): Webhoo
   const key = companyId === undefined ? `webhook:${id}` : `company:${companyId}`;
   if (w && w.inFlight === 0 && w.companyId !== key) {
     pool.webhooks.delete(id);
+    pool.backlogged.delete(w);
     w = undefined;
   }
   if (!w) {
@@ -274,17 +312,46 @@ function recordOf(pool: Pool, id: string, companyId: string | undefined): Webhoo
       company = { inFlight: 0, degradedInFlight: 0 };
       pool.companies.set(key, company);
     }
-    w = { company, companyId: key, inFlight: 0, score: 0, durations: [], slowAnswers: 0, degraded: false, avgMs: undefined, deferred: [], lastUsed: pool.now() };
+    w = { company, companyId: key, inFlight: 0, score: 0, durations: [], slowAnswers: 0, degraded: false, avgMs: undefined, deferred: [], nextTurn: 0, started: [], lastUsed: pool.now() };
     pool.webhooks.set(id, w);
   }
   return w;
 }
 
-/** Why this webhook cannot start a send (a retry: `retry`) now, or null when it can. */
-function blocked(pool: Pool, w: WebhookRecord, retry: boolean): DeferReason | null {
+/** The share this webhook's next send would pass (its own bound, its company's, the degraded budget), or null when it is under all of them. */
+function shareLimit(pool: Pool, w: WebhookRecord): DeferReason | null {
   if (atOwnBound(pool, w)) return w.degraded ? 'degraded_limit' : 'webhook_limit';
   if (w.company.inFlight >= pool.perCompany) return 'company_limit';
   if (w.degraded && !isQuick(w) && (pool.held.degraded >= pool.degradedBudget || w.company.degradedInFlight >= degradedShareOf(pool, w.company))) return 'degraded_limit';
+  return null;
+}
+
+/**
+ * Some webhook under all its shares wants a slot: one of its jobs waits here, or it has deferred
+ * jobs still ahead. Then every share binds (a webhook beyond its shares never counts itself).
+ */
+function someoneWants(pool: Pool): boolean {
+  if (pool.wantsMemo !== undefined) return pool.wantsMemo;
+  let wants = pool.waiters.some((x) => shareLimit(pool, x.record) === null);
+  if (!wants) {
+    const at = pool.now();
+    for (const v of pool.backlogged) {
+      if (deferredAhead(v, at) === 0) pool.backlogged.delete(v);
+      else if (shareLimit(pool, v) === null) {
+        wants = true;
+        break;
+      }
+    }
+  }
+  pool.wantsMemo = wants;
+  return wants;
+}
+
+/** Why this webhook cannot start a send (a retry: `retry`) now, or null when it can. */
+function blocked(pool: Pool, w: WebhookRecord, retry: boolean): DeferReason | null {
+  // Beyond a share, a slot is lent only if it leaves the headroom free and nobody under theirs wants one.
+  const share = shareLimit(pool, w);
+  if (share !== null && (total(pool) >= pool.slots - headroomOf(pool, w) || someoneWants(pool))) return share;
   // A quick webhook's retry may take the reserve: it gives the slot back at once.
   if (total(pool) >= (w.inFlight > 0 && !(retry && isQuick(w)) ? pool.slots - pool.reserve : pool.slots)) return 'pool_reserve';
   return null;
@@ -292,7 +359,10 @@ function blocked(pool: Pool, w: WebhookRecord, retry: boolean): DeferReason | nu
 
 function take(pool: Pool, id: string, w: WebhookRecord): Slot {
   const state: SlotState = w.degraded ? 'degraded' : 'healthy';
+  const lent = state === 'degraded' && shareLimit(pool, w) !== null;
+  if (lent) pool.lentDegraded++;
   w.inFlight++;
+  w.started.push(pool.now());
   w.company.inFlight++;
   if (state === 'degraded' && w.company.degradedInFlight++ === 0) pool.degradedHolders++;
   w.lastUsed = pool.now();
@@ -303,6 +373,7 @@ function take(pool: Pool, id: string, w: WebhookRecord): Slot {
     release(outcome) {
       if (released) return;
       released = true;
+      if (lent) pool.lentDegraded--;
       giveBack(pool, id, w, state, outcome);
     },
   };
@@ -311,6 +382,7 @@ function take(pool: Pool, id: string, w: WebhookRecord): Slot {
 /** A slot given back: the counts it held, what its attempt says of the webhook, and the waiters it lets in. */
 function giveBack(pool: Pool, id: string, w: WebhookRecord, state: SlotState, outcome: SlotOutcome): void {
   w.inFlight--;
+  w.started.shift();
   w.company.inFlight--;
   if (state === 'degraded' && --w.company.degradedInFlight === 0) pool.degradedHolders--;
   pool.held[state]--;
@@ -331,6 +403,8 @@ const rankOf = (x: Waiter): number => (x.retry ? (isQuick(x.record) ? 0 : 1) : 2
  */
 function wake(pool: Pool): void {
   if (pool.waiters.length === 0) return;
+  // Computed once for the whole walk (it walks the waiters itself): one admitted here may leave it stale until the next wake.
+  pool.wantsMemo = undefined;
   const admitted = new Set<Waiter>();
   for (let pass = 0; pass <= 2; pass++) {
     for (const waiter of pool.waiters) {
@@ -355,6 +429,7 @@ function waitHere(pool: Pool, id: string, w: WebhookRecord, retry: boolean, ms: 
       resolve,
       timer: setTimeout(() => {
         pool.waiters = pool.waiters.filter((x) => x !== waiter);
+        pool.wantsMemo = undefined;
         resolve(defer(pool, w, blocked(pool, w, retry) ?? reason));
       }, ms),
     };
@@ -372,18 +447,49 @@ function deferredAhead(w: WebhookRecord, at: number): number {
   return w.deferred.length;
 }
 
+/**
+ * Slots this webhook may expect to use for its backlog: its own bound, or, while nobody under their
+ * shares wants a slot, what it may borrow (the pool but the headroom and the others' sends).
+ */
+function capacityOf(pool: Pool, w: WebhookRecord): number {
+  const own = capOf(pool, w);
+  if (someoneWants(pool)) return own;
+  return Math.max(own, pool.slots - headroomOf(pool, w) - (total(pool) - w.inFlight));
+}
+
+/** What a loan to this webhook must leave free: less when its attempts end quickly (it gives the slots back soon). */
+const headroomOf = (pool: Pool, w: WebhookRecord): number => (isQuick(w) ? pool.lendHeadroom : pool.slowLendHeadroom);
+
 /** When this webhook's turn is likely to come: the jobs ahead of it, its slots and its attempts' length. */
 function turnIn(pool: Pool, w: WebhookRecord): number {
   let ahead = deferredAhead(w, pool.now());
   for (const x of pool.waiters) if (x.record === w) ahead++;
-  return Math.ceil((ahead + 1) / capOf(pool, w)) * (w.avgMs ?? UNKNOWN_DURATION_MS);
+  return Math.ceil((ahead + 1) / capacityOf(pool, w)) * (w.avgMs ?? UNKNOWN_DURATION_MS);
 }
 
+/**
+ * Deferred until its turn in its webhook's schedule, as in fair queueing's virtual finish times:
+ * the first job of a backlog when its webhook's oldest send should end (or, none in flight, after
+ * one attempt's length), each next one a slot's worth (the attempts' length ÷ the slots it may use)
+ * after the one before. A turn past maxDeferMs comes back at maxDeferMs to look again, off the
+ * schedule (jittered: jobs deferred together must not come back in one instant): a schedule that
+ * counted it would push every later job back once more each time it came early.
+ */
 function defer(pool: Pool, w: WebhookRecord, reason: DeferReason): Admission {
-  // Jitter spreads jobs deferred together, so they do not all come back in the same instant.
-  const wait = Math.min(pool.maxDeferMs, Math.max(MIN_DEFER_MS, turnIn(pool, w) * (1 + Math.random() * 0.25)));
-  const deferUntil = pool.now() + Math.round(wait);
+  const at = pool.now();
+  const avg = w.avgMs ?? UNKNOWN_DURATION_MS;
+  const gap = avg / capacityOf(pool, w);
+  const first = (w.started[0] ?? at) + avg;
+  const turn = Math.max(at + MIN_DEFER_MS, at + gap, w.nextTurn > at ? w.nextTurn + gap : first);
+  let deferUntil: number;
+  if (turn - at <= pool.maxDeferMs) {
+    w.nextTurn = turn;
+    deferUntil = Math.round(turn);
+  } else {
+    deferUntil = at + Math.round(pool.maxDeferMs * (1 - Math.random() * 0.2));
+  }
   w.deferred.push(deferUntil);
+  pool.backlogged.add(w);
   return { deferUntil, reason };
 }
 
@@ -393,7 +499,10 @@ function sweep(pool: Pool): void {
   if (at - pool.lastSweep < 60_000) return;
   pool.lastSweep = at;
   for (const [id, w] of pool.webhooks) {
-    if (w.inFlight === 0 && at - w.lastUsed > IDLE_FORGET_MS && !pool.waiters.some((x) => x.record === w)) pool.webhooks.delete(id);
+    if (w.inFlight === 0 && at - w.lastUsed > IDLE_FORGET_MS && !pool.waiters.some((x) => x.record === w)) {
+      pool.webhooks.delete(id);
+      pool.backlogged.delete(w);
+    }
   }
   const used = new Set<CompanyRecord>();
   for (const w of pool.webhooks.values()) used.add(w.company);
@@ -415,6 +524,7 @@ function statsOf(pool: Pool): ReturnType<WebhookSlots['stats']> {
 function sendAllAway(pool: Pool): void {
   const all = pool.waiters;
   pool.waiters = [];
+  pool.wantsMemo = undefined;
   for (const waiter of all) {
     clearTimeout(waiter.timer);
     waiter.resolve(defer(pool, waiter.record, 'pool_reserve'));
