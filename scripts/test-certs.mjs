@@ -1,5 +1,8 @@
 // Makes the throwaway certificate authority and the receiver certificate the delivery tests use
-// (`receiver.test`, served on loopback). Kept in .test-certs/ and reused while valid.
+// (`receiver.test`, served on loopback), also valid for `localhost` so that `svc listen --forward-to
+// https://localhost:8443/hook` reaches the example receiver (docs/integrators.md). No IP names: the
+// sender's tests rely on an IP-literal URL failing the certificate. Kept in .test-certs/ and reused
+// while valid and naming all of these.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +12,8 @@ const files = ['ca.pem', 'ca.key', 'receiver.pem', 'receiver.key'].map((f) => jo
 const fresh = () => {
   try {
     execFileSync('openssl', ['x509', '-checkend', '86400', '-noout', '-in', join(dir, 'receiver.pem')], { stdio: 'ignore' });
-    return true;
+    const names = execFileSync('openssl', ['x509', '-noout', '-ext', 'subjectAltName', '-in', join(dir, 'receiver.pem')], { encoding: 'utf8' });
+    return names.includes('DNS:localhost');
   } catch {
     return false;
   }
@@ -24,7 +28,7 @@ run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '30', '-subj', '/C
 run('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=receiver.test',
   '-keyout', join(dir, 'receiver.key'), '-out', join(dir, 'receiver.csr'));
 writeFileSync(join(dir, 'receiver.ext'),
-  'subjectAltName=DNS:receiver.test,DNS:other.test,DNS:private.test\nextendedKeyUsage=serverAuth\n');
+  'subjectAltName=DNS:receiver.test,DNS:other.test,DNS:private.test,DNS:localhost\nextendedKeyUsage=serverAuth\n');
 run('x509', '-req', '-in', join(dir, 'receiver.csr'), '-CA', join(dir, 'ca.pem'), '-CAkey', join(dir, 'ca.key'),
   '-CAcreateserial', '-days', '30', '-out', join(dir, 'receiver.pem'), '-extfile', join(dir, 'receiver.ext'));
 console.log('test certificates written to .test-certs/');

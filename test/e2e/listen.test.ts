@@ -217,6 +217,22 @@ describe('svc listen and svc trigger, across two gateways and two dispatchers', 
     await refusing.exited;
   }, 60_000);
 
+  it('svc eventos prints the real catalog of GET /api/v1/eventos: a line per event, or all of it with --json', async () => {
+    const res = await fetch(`${api(gw2)}/api/v1/eventos`, { headers: { authorization: `Bearer ${c.test}` } });
+    expect(res.status).toBe(200);
+    const catalog = ((await res.json()) as { data: Array<{ evento: string; descripcion: string; schema: unknown; ejemplo: unknown }> }).data;
+    expect(catalog.map((e) => e.evento)).toEqual(expect.arrayContaining([...ROUTE, 'WEBHOOK_FALLANDO', 'WEBHOOK_DESACTIVADO', 'PING']));
+
+    const lines = svc(['eventos', '--token', c.test, '--api', api(gw2)]);
+    expect(await lines.exited).toBe(0);
+    expect(lines.lines).toHaveLength(catalog.length);
+    catalog.forEach((e, i) => expect(lines.lines[i]).toMatch(new RegExp(`^${e.evento} +${e.descripcion.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`)));
+
+    const json = svc(['eventos', '--json', '--token', c.test, '--api', api(gw2)]);
+    expect(await json.exited).toBe(0);
+    expect(JSON.parse(json.lines.join('\n'))).toEqual(catalog);
+  }, 30_000);
+
   it('at most 5 open sessions per company: the sixth is 429 LISTEN_LIMIT_EXCEEDED', async () => {
     const other = await createCompany(fx.gw, { planActivo: true, creditos: 10 });
     const open = () => fetch(`${api(gw2)}/api/v1/escuchas`, { method: 'POST', headers: { authorization: `Bearer ${other.test}`, 'content-type': 'application/json' }, body: '{}' });

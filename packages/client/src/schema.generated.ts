@@ -851,6 +851,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/portal/v1/sandbox/escuchas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The company's open listening sessions (svc listen), its branches' too, with their latest deliveries */
+        get: operations["portalListListenSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/portal/v1/sandbox/guias/{numeroGuia}/simular": {
         parameters: {
             query?: never;
@@ -1808,6 +1825,11 @@ export interface components {
                 id: string;
                 evento: string;
                 numeroGuia: string | null;
+                /**
+                 * @description pendiente while attempts are left.
+                 * @enum {string}
+                 */
+                estado: "pendiente" | "exitosa" | "fallida";
                 exitoso: boolean;
                 statusCode: number;
                 intentos: number;
@@ -5094,6 +5116,35 @@ export interface operations {
             };
             401: components["responses"]["PortalUnauthorized"];
             404: components["responses"]["PortalNotFound"];
+            429: components["responses"]["PortalTooManyRequests"];
+            500: components["responses"]["PortalInternalError"];
+            503: components["responses"]["PortalUnavailable"];
+        };
+    };
+    portalListListenSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newest first; each with its 10 latest deliveries (the Sandbox page's Sesiones de escucha). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ListenSessionWithDeliveries"][];
+                    };
+                };
+            };
+            401: components["responses"]["PortalUnauthorized"];
             429: components["responses"]["PortalTooManyRequests"];
             500: components["responses"]["PortalInternalError"];
             503: components["responses"]["PortalUnavailable"];

@@ -539,6 +539,13 @@ describe('the gateway against its OpenAPI document', () => {
     expect((await portal('get', `/actividad?cursor=${actividad.body.data.nextCursor as string}`)).status).toBe(200);
     expect((await portal('get', '/actividad?cursor=nada')).status).toBe(400);
 
+    // Sesiones de escucha: none, then the one a test token opened.
+    expect((await portal('get', '/sandbox/escuchas')).body.data).toEqual([]);
+    const pair = await portal('post', '/tokens');
+    const escucha = await gw.http.post('/api/v1/escuchas').set('Authorization', bearer(pair.body.data.test as string)).send({ destino: 'http://localhost:4000/hook' });
+    expect(escucha.status).toBe(201);
+    expect((await portal('get', '/sandbox/escuchas')).body.data).toEqual([expect.objectContaining({ id: escucha.body.data.id, destino: 'http://localhost:4000/hook', entregas: [] })]);
+
     // Another company's resources are not found; a company without branches has no Sucursales.
     const other = await admin('post', '/empresas', { nombre: 'Otra S.A.' });
     const otherLink = await admin('post', `/empresas/${other.body.data.id as string}/portal`, { usuario: 'otro' });

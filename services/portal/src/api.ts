@@ -226,6 +226,23 @@ export interface Guia {
   referencia: string | null;
 }
 
+/** An open `svc listen` session with its latest deliveries (GET /sandbox/escuchas). */
+export interface SesionEscucha {
+  id: string;
+  eventos: string[];
+  destino: string | null;
+  createdAt: string;
+  entregas: Array<{
+    id: string;
+    evento: string;
+    numeroGuia: string | null;
+    estado: 'pendiente' | 'exitosa' | 'fallida';
+    statusCode: number;
+    intentos: number;
+    fecha: string;
+  }>;
+}
+
 export interface GuiaSandbox {
   numeroGuia: string;
   estado: string;

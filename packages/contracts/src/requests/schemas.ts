@@ -131,7 +131,8 @@ export interface ListenSessionCreate {
 
 export const validateListenSessionCreate = compile<ListenSessionCreate>({
   type: 'object',
-  properties: { eventos: webhookProperties.eventos, destino: webhookProperties.url },
+  // Shipment events only: notices go to the company's webhooks, never to a session (docs/integrators.md).
+  properties: { eventos: { ...webhookProperties.eventos, items: { type: 'string', enum: [...SHIPMENT_EVENTS] } }, destino: webhookProperties.url },
   additionalProperties: false,
 });
 

@@ -58,6 +58,7 @@ export async function latestDeliveries(db: Db, webhookId: string, limit: number,
 /** A delivery of a listening session, with its shipment (the portal's Sandbox page). */
 export interface SessionDelivery extends Delivery {
   numeroGuia: string | null;
+  estado: DeliveryState;
 }
 
 /** The `limit` latest deliveries of each webhook (attempted or not), newest first: a listening session's. */
@@ -73,11 +74,12 @@ export async function latestDeliveriesOf(db: Db, webhookIds: readonly string[], 
     ultimo_intento_en: Date | null;
     created_at: Date;
     numero_guia: string | null;
+    estado: DeliveryState;
   }>`
     select w.id as webhook_id, d.*
     from unnest(${sql.val([...webhookIds])}::uuid[]) as w(id)
     cross join lateral (
-      select e.id, e.evento, e.exitoso, e.status_code, e.intentos, e.ultimo_intento_en, e.created_at, e.numero_guia
+      select e.id, e.evento, e.estado, e.exitoso, e.status_code, e.intentos, e.ultimo_intento_en, e.created_at, e.numero_guia
       from entregas e
       where e.webhook_id = w.id
       order by e.created_at desc, e.id desc
@@ -87,7 +89,7 @@ export async function latestDeliveriesOf(db: Db, webhookIds: readonly string[], 
   const out = new Map<string, SessionDelivery[]>();
   for (const r of rows) {
     const list = out.get(r.webhook_id) ?? [];
-    list.push({ ...toRecord(r), numeroGuia: r.numero_guia });
+    list.push({ ...toRecord(r), numeroGuia: r.numero_guia, estado: r.estado });
     out.set(r.webhook_id, list);
   }
   return out;

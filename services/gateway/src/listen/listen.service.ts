@@ -140,6 +140,7 @@ export async function listSessions(deps: Deps, scope: Pick<CompanyScope, 'empres
       id: d.id,
       evento: d.evento,
       numeroGuia: d.numeroGuia,
+      estado: d.estado,
       exitoso: d.exitoso,
       statusCode: d.statusCode,
       intentos: d.intentos,

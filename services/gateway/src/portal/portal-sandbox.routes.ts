@@ -7,6 +7,7 @@ import { shipmentHandlers } from '../shipments/shipment.routes';
 import { createShipments, tracking } from '../shipments/shipment.service';
 import { nextEstado } from '../shipments/shipment-state';
 import { shipmentDeliveryViews } from '../deliveries/delivery.service';
+import { listSessions } from '../listen/listen.service';
 import { sandboxDoor } from './portal-caller';
 
 /** A sandbox shipment made by "Crear guía de prueba": a recipient that is obviously a test. */
@@ -22,6 +23,8 @@ const TRANSITIONS = SHIPMENT_EVENTS.filter((e): e is Exclude<ShipmentEvent, 'GUI
  * The Sandbox page, in the company's test world: the listing and `simular` are `/api/v1`'s own
  * handlers; "Crear guía de prueba" creates a sample shipment through the API's creation service,
  * and a shipment's page adds the events it may take next and the deliveries its events made.
+ * **Sesiones de escucha** lists the company's open `svc listen` sessions (its branches' too) with
+ * their latest deliveries, as `GET /api/v1/escuchas` does for a company test token.
  */
 export function mountPortalSandboxRoutes(router: Router, deps: GatewayDeps): void {
   const shipments = shipmentHandlers(deps, sandboxDoor);
@@ -56,4 +59,10 @@ export function mountPortalSandboxRoutes(router: Router, deps: GatewayDeps): voi
   });
 
   route(router, '/sandbox/guias/:numeroGuia/simular', { post: shipments.simulate });
+
+  route(router, '/sandbox/escuchas', {
+    get: async (req, res) => {
+      sendData(res, 200, await listSessions(deps, sandboxDoor.scope(req)));
+    },
+  });
 }

@@ -80,6 +80,7 @@ export async function listTroubledWebhooks(db: Db, empresaId: string): Promise<W
     .selectFrom('webhooks')
     .selectAll()
     .where('empresa_id', '=', empresaId)
+    .where('tipo', '=', 'webhook')
     .where((eb) =>
       eb.or([
         eb.and([eb('activo', '=', true), eb('salud_fallas', '>', 0)]),

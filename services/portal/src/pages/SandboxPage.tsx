@@ -1,12 +1,20 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate } from 'react-router';
-import { api, type Guia, type Resumen } from '../api';
-import { formatDateTime } from '../format';
+import { api, type Guia, type Resumen, type SesionEscucha } from '../api';
+import { ESTADO_ENTREGA, formatDateTime } from '../format';
 import { ActionButton, Alert, DataTable, LoadError, Loading, Page } from '../ui';
+
+/** The two commands of docs/integrators.md's "your first event in a minute", shown as they are typed. */
+const LISTEN_COMMAND = 'pnpm svc listen --forward-to http://localhost:4000/hook';
+const TRIGGER_COMMAND = 'pnpm svc trigger GUIA_ENTREGADA';
+
+/** A session's list is refreshed this often: its deliveries come from a terminal, not from this page. */
+const SESSIONS_REFRESH_MS = 5_000;
 
 /**
  * **Sandbox**: a test shipment moved through its states by hand, so an integrator watches their
- * receiver get every event without writing a line of code.
+ * receiver get every event without writing a line of code; and **Sesiones de escucha**, the open
+ * `svc listen` sessions that forward sandbox events to a laptop, with their latest deliveries.
  */
 export function SandboxPage() {
   const navigate = useNavigate();
@@ -20,6 +28,7 @@ export function SandboxPage() {
       void navigate(`/sandbox/${g.numeroGuia}`);
     },
   });
+  const sessions = useQuery({ queryKey: ['sandbox-escuchas'], queryFn: () => api<SesionEscucha[]>('GET', '/sandbox/escuchas'), refetchInterval: SESSIONS_REFRESH_MS });
   const testHooks = resumen.data?.webhooksActivos.test;
   return (
     <Page title="Sandbox">
@@ -55,6 +64,59 @@ export function SandboxPage() {
               </tr>
             ))}
           </DataTable>
+        )}
+      </section>
+      <section className="section" aria-labelledby="sb-escuchas">
+        <h2 id="sb-escuchas">Sesiones de escucha</h2>
+        <p>
+          Sin una dirección HTTPS pública, reciba los eventos de prueba en su máquina: en la raíz del repositorio, con su token de prueba en{' '}
+          <code>SVC_TOKEN</code>, abra una sesión y, en otra terminal, mueva una guía de prueba hasta entregada.
+        </p>
+        <pre className="command">
+          <code>{LISTEN_COMMAND}</code>
+        </pre>
+        <pre className="command">
+          <code>{TRIGGER_COMMAND}</code>
+        </pre>
+        {sessions.isPending ? (
+          <Loading what="las sesiones de escucha" />
+        ) : sessions.isError ? (
+          <LoadError error={sessions.error} retry={() => void sessions.refetch()} />
+        ) : sessions.data.length === 0 ? (
+          <p className="empty">No hay sesiones de escucha abiertas.</p>
+        ) : (
+          sessions.data.map((s) => (
+            <section key={s.id} className="subsection" aria-label={`Sesión ${s.id}`}>
+              <h3>
+                Sesión abierta el {formatDateTime(s.createdAt)}
+                {s.destino !== null && (
+                  <>
+                    {' '}
+                    hacia <code>{s.destino}</code>
+                  </>
+                )}
+              </h3>
+              <p>Eventos: {s.eventos.length === 0 ? 'todos los de envío' : s.eventos.join(', ')}.</p>
+              {s.entregas.length === 0 ? (
+                <p className="empty">Todavía no ha recibido entregas.</p>
+              ) : (
+                <DataTable label={`Últimas entregas de la sesión ${s.id}`} columns={['Evento', 'Guía', 'Estado', 'Intentos', 'Código', 'Fecha']}>
+                  {s.entregas.map((d) => (
+                    <tr key={d.id}>
+                      <td>{d.evento}</td>
+                      <td>{d.numeroGuia ?? '—'}</td>
+                      <td>
+                        <span className={`badge badge-${d.estado}`}>{ESTADO_ENTREGA[d.estado]}</span>
+                      </td>
+                      <td>{d.intentos}</td>
+                      <td>{d.intentos === 0 ? '—' : d.statusCode}</td>
+                      <td>{formatDateTime(d.fecha)}</td>
+                    </tr>
+                  ))}
+                </DataTable>
+              )}
+            </section>
+          ))
         )}
       </section>
     </Page>

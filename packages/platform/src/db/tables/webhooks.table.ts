@@ -111,7 +111,8 @@ const NOTICES_SQL = sql`array[${sql.join(NOTICE_EVENTS.map((e) => sql.lit(e)))}]
  * does not. An event reaches webhooks of its own company and mode; a company event those with no
  * branch, a branch event those and the branch's own (`sucursal_id = null` never matches). An empty
  * `eventos` takes every shipment event but no notice: a notice goes only to webhooks that list it,
- * never to the webhook it is about.
+ * never to the webhook it is about, and never to a listening session (`tipo = 'escucha'`): notices are
+ * about the company's webhooks and go to its webhooks, and a session is none.
  */
 export function routesEvent(w: string, ev: RoutedEventSql): RawBuilder<boolean> {
   const col = (c: string) => sql.ref(`${w}.${c}`);
@@ -119,7 +120,8 @@ export function routesEvent(w: string, ev: RoutedEventSql): RawBuilder<boolean> 
     and ${col('modo')} = ${ev.modo}
     and (${col('sucursal_id')} is null or ${col('sucursal_id')} = ${ev.sucursalId})
     and (${ev.evento} = any(${col('eventos')}) or (cardinality(${col('eventos')}) = 0 and not (${ev.evento} = any(${NOTICES_SQL}))))
-    and ${col('id')} is distinct from ${ev.about})`;
+    and ${col('id')} is distinct from ${ev.about}
+    and (${col('tipo')} = 'webhook' or not (${ev.evento} = any(${NOTICES_SQL}))))`;
 }
 
 // ---- the dispatcher's health of endpoints (extensions.md, Endpoint health) ---------------------------
@@ -228,7 +230,8 @@ export async function recordHealth(db: Db, ended: readonly EndedDelivery[]): Pro
         salud_ultimo_exito = greatest(w.salud_ultimo_exito, v.ok_at),
         salud_ultima_falla = greatest(w.salud_ultima_falla, v.ultima)
       from v
-      where w.id = v.id and (
+      -- A listening session is never judged by the health rules: its failures are a laptop's receiver's.
+      where w.id = v.id and w.tipo = 'webhook' and (
         v.fallas > 0 or w.salud_fallas > 0 or w.salud_estable_desde is null or w.salud_ultimo_exito is null
         or w.salud_ultimo_exito < v.ok_at - make_interval(secs => ${LAST_SUCCESS_RESOLUTION_MS / 1000})
       )
@@ -267,6 +270,7 @@ export async function claimFailingNotice(trx: Transaction, id: string, minFailur
     .updateTable('webhooks')
     .set({ salud_aviso_en: sql<Date>`now()` })
     .where('id', '=', id)
+    .where('tipo', '=', 'webhook')
     .where('activo', '=', true)
     .where('salud_fallas', '>=', minFailures)
     .where((eb) => eb.or([eb('salud_aviso_en', 'is', null), eb('salud_aviso_en', '<=', sql<Date>`now() - make_interval(secs => ${everyMs / 1000})`)]))
@@ -286,6 +290,7 @@ export async function autoDeactivateWebhook(trx: Transaction, id: string, motivo
     .updateTable('webhooks')
     .set({ activo: false, updated_at: sql<Date>`now()`, desactivado_en: sql<Date>`now()`, desactivado_por: 'sistema', desactivado_motivo: motivo })
     .where('id', '=', id)
+    .where('tipo', '=', 'webhook')
     .where('activo', '=', true);
   if (motivo === 'FALLAS_CONTINUAS') {
     q = q.where('salud_fallas', '>=', rule.minFailures).where('salud_fallando_desde', '<=', sql<Date>`now() - make_interval(secs => ${rule.afterMs / 1000})`);
