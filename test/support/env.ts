@@ -1,3 +1,4 @@
+import { RedisKeys } from '@svc/platform';
 /** Where tests find Postgres and Redis: the machine's own services (never mocks). */
 export const TEST_DATABASE_BASE = (process.env.TEST_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -21,6 +22,11 @@ export function testRedisEnv(): Record<string, string> {
     ...(TEST_REDIS_CLUSTER_NODES ? { REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES } : {}),
     ...(TEST_QUEUE_SHARDS ? { QUEUE_SHARDS: TEST_QUEUE_SHARDS } : {}),
   };
+}
+
+/** The names of a gateway's own keys for REDIS_PREFIX=`prefix`, as the gateway makes them (on a cluster, under their own tags). */
+export function testRedisKeys(prefix: string): RedisKeys {
+  return new RedisKeys({ redisPrefix: testKeyPrefix(prefix), redisNamespace: prefix, redisClusterNodes: TEST_REDIS_CLUSTER_NODES ? [{ host: 'cluster', port: 1 }] : undefined });
 }
 
 /** The prefix a service's keys are really under for REDIS_PREFIX=`prefix`: hash-tagged on a cluster. */

@@ -10,6 +10,7 @@ import {
   openDatabase,
   checkQueueShards,
   prepareSecretsAtRest,
+  RedisKeys,
   serveMetrics,
   shardedQueueFor,
   type RedisClient,
@@ -108,7 +109,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     await Promise.all([eventsQueue.waitUntilReady(), deliveryQueue.waitUntilReady()]);
 
     // A test's clock also ages the token cache, so its 60 s can be tested without waiting them.
-    const tokenCache = new TokenCache(redis, subscriber, config.redisPrefix, options.clock ? { now: () => clock.now().getTime() } : {});
+    // The gateway's own keys: each under its token's, session's or address's tag on a cluster.
+    const keys = new RedisKeys(config);
+    const tokenCache = new TokenCache(redis, subscriber, keys, options.clock ? { now: () => clock.now().getTime() } : {});
     await tokenCache.start();
     undo.push('token cache', () => tokenCache.stop());
 
@@ -142,12 +145,12 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       db,
       redis,
       tokenCache,
-      rateLimiter: new RateLimiter(redis, config.redisPrefix, config.rateLimitPerMinute),
-      portalRateLimiter: new RateLimiter(redis, config.redisPrefix, config.portalRateLimitPerMinute),
-      resendLimiter: createResendLimiter(redis, config.redisPrefix),
-      adminAuthLimiter: new AdminAuthLimiter(redis, config.redisPrefix),
-      authFailureLimiter: new AuthFailureLimiter(redis, config.redisPrefix, API_AUTH_FAILURES_PER_WINDOW, API_AUTH_WINDOW_MS, 'auth:failures'),
-      portalSessionLimiter: new RateLimiter(redis, config.redisPrefix, PORTAL_SESSIONS_PER_MINUTE, 60_000, 'portal:sesiones'),
+      rateLimiter: new RateLimiter(redis, keys, config.rateLimitPerMinute),
+      portalRateLimiter: new RateLimiter(redis, keys, config.portalRateLimitPerMinute),
+      resendLimiter: createResendLimiter(redis, keys),
+      adminAuthLimiter: new AdminAuthLimiter(redis, keys),
+      authFailureLimiter: new AuthFailureLimiter(redis, keys, API_AUTH_FAILURES_PER_WINDOW, API_AUTH_WINDOW_MS, 'auth:failures'),
+      portalSessionLimiter: new RateLimiter(redis, keys, PORTAL_SESSIONS_PER_MINUTE, 60_000, 'portal:sesiones'),
       clientAddress: clientAddressResolver(config.trustedProxies),
       // PORT, or the port the public listener took when PORT is 0 (known once it listens, before
       // any request can ask).
