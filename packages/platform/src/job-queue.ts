@@ -1,8 +1,8 @@
 // The BullMQ side of the job catalog (jobs.ts in @svc/contracts): what makes a queue or fails a job
 // through BullMQ lives here, so that the catalog's names, payloads, options and ids do no I/O.
 import { Queue, UnrecoverableError, type ConnectionOptions, type Job, type JobType } from 'bullmq';
-import calculateSlot from 'cluster-key-slot';
 import { AppError, shardOf, type JobContract } from '@svc/contracts';
+import { keySlot } from './redis';
 import type { CommonSettings } from './settings';
 
 /** The queue of a contract, with its options as every job's defaults. */
@@ -28,7 +28,7 @@ export function shardTag(shard: number, shards: number): string {
   const to = Math.round(((shard + 1) * CLUSTER_SLOTS) / shards);
   for (let j = 0; ; j++) {
     const tag = j === 0 ? `q${shard}` : `q${shard}.${j}`;
-    const slot = calculateSlot(tag);
+    const slot = keySlot(tag);
     if (slot >= from && slot < to) return tag;
   }
 }

@@ -1,3 +1,7 @@
+// cluster-key-slot ships no types; its declaration travels with this file, since the portal's
+// browser tests compile it without the rest of src/ (an import cannot name an ambient declaration).
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference
+/// <reference path="./types/cluster-key-slot.d.ts" />
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
 import type { Writable } from 'node:stream';
