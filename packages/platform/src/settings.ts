@@ -142,7 +142,8 @@ export interface CommonSettings {
    * `svc`. On a cluster (`REDIS_CLUSTER_NODES`) this is the variable's value as a hash tag,
    * `{svc}`: BullMQ's scripts touch many keys of a queue at once, which a cluster allows only
    * within one slot. The tag is added on a cluster only: on one server the keys (stored data) keep
-   * their names.
+   * their names. The queues are under it while QUEUE_SHARDS=1, and the pub/sub channel always;
+   * keys with tags of their own start with `redisNamespace`.
    */
   redisPrefix: string;
   /**
