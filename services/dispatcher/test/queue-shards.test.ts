@@ -83,24 +83,32 @@ async function shardsHolding<P>(queue: ShardedQueue<P>, id: string): Promise<num
   return found.filter((k) => k >= 0);
 }
 
-describe('queue shards on one Redis (QUEUE_SHARDS=3)', () => {
-  const SHARDS = { QUEUE_SHARDS: '3' };
-  let fx: DispatcherFixture;
-  let redis: Redis;
-  let queues: ReturnType<typeof queuesOf>;
+/**
+ * A stack on `shards` shards for one describe block (its gateway, and `dispatchers` dispatchers on
+ * the same value), with the test's own view of its queues; read the fields inside a test.
+ */
+function shardedStack(label: string, shards: number, dispatchers: number) {
+  const env = { QUEUE_SHARDS: String(shards) };
+  const stack = {} as { fx: DispatcherFixture; redis: Redis; queues: ReturnType<typeof queuesOf> };
   beforeAll(async () => {
-    fx = await startDispatcherFixture('shards', { gateway: { env: SHARDS }, dispatcher: { env: SHARDS } });
-    redis = new Redis(TEST_REDIS_URL);
-    queues = queuesOf(fx, redis, 3);
+    stack.fx = await startDispatcherFixture(label, { gateway: { env }, dispatcher: { env }, dispatchers });
+    stack.redis = new Redis(TEST_REDIS_URL);
+    stack.queues = queuesOf(stack.fx, stack.redis, shards);
   });
   afterAll(async () => {
-    await queues?.events.close();
-    await queues?.deliveries.close();
-    redis?.disconnect();
-    await fx?.stop();
+    await stack.queues?.events.close();
+    await stack.queues?.deliveries.close();
+    stack.redis?.disconnect();
+    await stack.fx?.stop();
   });
+  return stack;
+}
+
+describe('queue shards on one Redis (QUEUE_SHARDS=3)', () => {
+  const stack = shardedStack('shards', 3, 1);
 
   it("puts each company's events and deliveries, retries included, on its own shard, and each shipment's events arrive whole, in sequence", async () => {
+    const { fx, redis, queues } = stack;
     const companies = await companiesOnEveryShard(fx.gw, 3, 2);
     for (const [i, c] of companies.entries()) await hook(fx.gw, c, fx.receiver.url(`/c${i}`));
     // One company's first attempts fail once: its retries go through the delivery queue.
@@ -144,6 +152,7 @@ describe('queue shards on one Redis (QUEUE_SHARDS=3)', () => {
   }, 40_000);
 
   it('refuses to start a dispatcher or a gateway whose QUEUE_SHARDS differs from the stack’s, naming both', async () => {
+    const { fx } = stack;
     await expect(startTestDispatcher({ databaseUrl: fx.database.url, redisPrefix: fx.prefix, env: { QUEUE_SHARDS: '2' } })).rejects.toThrow(
       /QUEUE_SHARDS=2, but this stack's queues are split into 3 shards/,
     );
@@ -153,22 +162,10 @@ describe('queue shards on one Redis (QUEUE_SHARDS=3)', () => {
 
 describe('DISPATCHER_SHARDS: a dispatcher consumes only the shards it names', () => {
   const SHARDS = { QUEUE_SHARDS: '2' };
-  let fx: DispatcherFixture;
-  let redis: Redis;
-  let queues: ReturnType<typeof queuesOf>;
-  beforeAll(async () => {
-    fx = await startDispatcherFixture('shard-subset', { gateway: { env: SHARDS }, dispatchers: 0 });
-    redis = new Redis(TEST_REDIS_URL);
-    queues = queuesOf(fx, redis, 2);
-  });
-  afterAll(async () => {
-    await queues?.events.close();
-    await queues?.deliveries.close();
-    redis?.disconnect();
-    await fx?.stop();
-  });
+  const stack = shardedStack('shard-subset', 2, 0);
 
   it('shard 0 only: shard 1’s events wait in its queue until a dispatcher of shard 1 starts', async () => {
+    const { fx, queues } = stack;
     await fx.addDispatcher({ env: { ...SHARDS, DISPATCHER_SHARDS: '0' } });
     const companies = await companiesOnEveryShard(fx.gw, 2);
     const zero = companies.find((c) => shardOf(c.id, 2) === 0);
