@@ -1,4 +1,9 @@
+// cluster-key-slot ships no types; its declaration travels with this file, since the portal's
+// browser tests compile it without the rest of src/ (an import cannot name an ambient declaration).
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference
+/// <reference path="./types/cluster-key-slot.d.ts" />
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
 import type { Writable } from 'node:stream';
 import type { StopStack } from './lifecycle';
 
@@ -125,4 +130,37 @@ export function coalesceWrites(client: RedisClient): void {
   };
   wrap();
   client.on('connect', wrap);
+}
+
+/** What names a key of a process's own: the prefix, the untagged namespace, and whether Redis is a cluster. */
+export type KeyNaming = { redisPrefix: string; redisNamespace: string; redisClusterNodes?: readonly RedisNode[] | undefined };
+
+/**
+ * The names of the gateway's own keys (rate-limit windows, revocation marks, failure counts): each
+ * under the hash tag of what it is about (a token, a portal session, an address) on a cluster, so
+ * that they spread over the slots and the masters; on one Redis the names they always had
+ * (`<prefix>:<keyspace>:<id>`), since there a tag buys nothing and the keys' names are kept.
+ * A script's keys must share a slot: give each the same `tag`.
+ */
+export class RedisKeys {
+  readonly cluster: boolean;
+  constructor(private readonly naming: KeyNaming) {
+    this.cluster = (naming.redisClusterNodes?.length ?? 0) > 0;
+  }
+
+  /** `<prefix>:<keyspace>:<id>` on one Redis; on a cluster `<namespace>:<keyspace>:{<id>}`, or `...:<id>:{<tag>}` with another tag. */
+  of(keyspace: string, id: string, tag: string = id): string {
+    if (!this.cluster) return `${this.naming.redisPrefix}:${keyspace}:${id}`;
+    return tag === id ? `${this.naming.redisNamespace}:${keyspace}:{${id}}` : `${this.naming.redisNamespace}:${keyspace}:${id}:{${tag}}`;
+  }
+
+  /** A key under the stack's one tag (`{svc}` on a cluster): what must share a slot with every instance, a pub/sub channel. */
+  shared(name: string): string {
+    return `${this.naming.redisPrefix}:${name}`;
+  }
+}
+
+/** The hash slot of a key (ioredis's own function), to group a cluster pipeline's commands by slot. */
+export function keySlot(key: string): number {
+  return calculateSlot(key);
 }

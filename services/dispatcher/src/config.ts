@@ -1,5 +1,5 @@
 import { QUEUED_BOUND } from './reconcile/deferral.scheduler';
-import { loadSettings, type CommonSettings, type SettingsReader } from '@svc/platform';
+import { loadSettings, parseShardList, type CommonSettings, type SettingsReader } from '@svc/platform';
 
 /**
  * Every setting of the dispatcher, parsed once at start from the environment (and `.env`): the
@@ -71,6 +71,12 @@ export interface DispatcherConfig extends CommonSettings {
    * webhooks are also POSTed, signed with the secret (required with the URL); unset: nowhere.
    */
   operatorNotify: { url: string; secret: string } | undefined;
+  /**
+   * DISPATCHER_SHARDS: the queue shards this process consumes, `0-3,7` style, each below
+   * QUEUE_SHARDS. Default every shard. It still queues to any shard (a company's retries, the
+   * reconciler's and the scheduler's work go to the company's shard).
+   */
+  consumedShards: readonly number[];
 }
 
 /** DISPATCHER_CONCURRENCY's default (docs/operations.md): the floor the adaptive limit starts from. */
@@ -98,11 +104,13 @@ function operatorNotifyOf(r: SettingsReader): DispatcherConfig['operatorNotify']
 }
 
 export function loadDispatcherConfig(env: Record<string, string | undefined> = process.env): DispatcherConfig {
-  return loadSettings('dispatcher', env, (r) => {
+  return loadSettings('dispatcher', env, (r, common) => {
     const fixed = r.optional('DISPATCHER_CONCURRENCY') !== undefined;
     const concurrency = r.int('DISPATCHER_CONCURRENCY', DEFAULT_CONCURRENCY, 1, 10_000);
     const maxInFlight = r.int('DISPATCHER_MAX_IN_FLIGHT', fixed ? concurrency : Math.max(concurrency, DEFAULT_MAX_IN_FLIGHT), concurrency, 10_000);
     const adaptive = maxInFlight > concurrency;
+    const shards = parseShardList(r.optional('DISPATCHER_SHARDS'), common.queueShards);
+    if (!Array.isArray(shards)) r.check('DISPATCHER_SHARDS', false, shards.problem);
     return {
       metricsPort: r.int('DISPATCHER_METRICS_PORT', 9102, 0, 65535),
       concurrency,
@@ -118,6 +126,7 @@ export function loadDispatcherConfig(env: Record<string, string | undefined> = p
       disableAfterMs: r.number('WEBHOOK_DISABLE_AFTER_HOURS', DEFAULT_DISABLE_AFTER_HOURS, 0, 100_000) * HOUR_MS,
       disableMinFailures: r.int('WEBHOOK_DISABLE_MIN_FAILURES', DEFAULT_DISABLE_MIN_FAILURES, 1, 1_000_000),
       operatorNotify: operatorNotifyOf(r),
+      consumedShards: Array.isArray(shards) ? shards : [],
     };
   });
 }

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { Queue, Worker, type Job, type Processor } from 'bullmq';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '../../../test/support/env';
@@ -289,5 +291,49 @@ describe('bullmq Worker: a delayed job runs when due after the worker took the l
       await worker.close();
       await queue.close();
     }
+  });
+});
+
+describe("bullmq's patched scripts read only the keys they declare (patches/bullmq@5.81.5.patch, the marker's keys)", () => {
+  // The lists the patched marker reads (wait, prioritized, delayed) are the script's declared KEYS,
+  // not names it builds from the prefix: on a cluster a script may only touch what it declares.
+  // The script runs here with its lists declared under other names than `<prefix>wait`..., and a
+  // decoy `<prefix>wait` that holds a job: only a script reading its declared keys gets both right.
+  const fromBullmq = createRequire(require.resolve('bullmq'));
+  const { moveToActive } = fromBullmq('./scripts/moveToActive-11.js') as { moveToActive: { content: string; keys: number } };
+  const { pack } = fromBullmq('msgpackr') as { pack(value: unknown): Buffer };
+  const prefix = `${uniquePrefix('bullmq-keys')}:q:`;
+  let redis: Redis;
+  beforeAll(() => {
+    redis = new Redis(TEST_REDIS_URL);
+    redis.defineCommand('svcTestMoveToActive', { numberOfKeys: moveToActive.keys, lua: moveToActive.content });
+  });
+  afterAll(async () => {
+    await deletePrefix(redis, prefix.slice(0, -1));
+    redis.disconnect();
+  });
+
+  /** moveToActive over lists named `<prefix>alt-<name>`: whether it left the base marker for a worker. */
+  async function markerAfterTaking(waiting: number, decoy: boolean): Promise<boolean> {
+    const run = `${prefix}${randomUUID()}:`;
+    const k = (name: string): string => `${run}alt-${name}`;
+    for (let i = 1; i <= waiting; i++) {
+      await redis.hset(`${run}${i}`, 'name', 'job', 'data', '{}', 'opts', '{}', 'timestamp', Date.now());
+      await redis.lpush(k('wait'), String(i));
+    }
+    if (decoy) await redis.lpush(`${run}wait`, 'decoy');
+    const keys = ['wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc', 'marker'].map(k);
+    const call = (redis as unknown as { svcTestMoveToActive(...args: Array<string | Buffer | number>): Promise<unknown> }).svcTestMoveToActive;
+    const reply = (await call.call(redis, ...keys, run, Date.now(), pack({ token: 'token', lockDuration: 30_000, name: 'test' }))) as unknown[];
+    expect(reply[1]).toBe('1'); // it took a job
+    return (await redis.zcard(k('marker'))) > 0;
+  }
+
+  it('puts the marker back while its declared wait list still holds a job', async () => {
+    expect(await markerAfterTaking(2, false)).toBe(true);
+  });
+
+  it('leaves it off when its declared wait list is empty, whatever an undeclared list under the prefix holds', async () => {
+    expect(await markerAfterTaking(1, true)).toBe(false);
   });
 });

@@ -8,9 +8,11 @@ import {
   senderSettings,
   listen,
   openDatabase,
+  checkQueueShards,
   prepareSecretsAtRest,
-  queueFor,
+  RedisKeys,
   serveMetrics,
+  shardedQueueFor,
   type RedisClient,
 } from '@svc/platform';
 import { createLogger, type Logger } from '@svc/observability';
@@ -82,6 +84,12 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       if (!isUnavailableError(err)) throw err;
       logger.warn({ err: { message: (err as Error).message } }, 'Postgres is unreachable: the webhook secrets pass waits for the secrets upkeep');
     });
+    // Before anything is queued: on other shards than the stack's, its events would reach no
+    // dispatcher. With Postgres away nothing can be committed, hence queued, until it is back.
+    await checkQueueShards(db, config.queueShards).catch((err: unknown) => {
+      if (!isUnavailableError(err)) throw err;
+      logger.warn({ err: { message: (err as Error).message } }, 'Postgres is unreachable: QUEUE_SHARDS is not checked against the stack\'s');
+    });
 
     const redis = await connectRedis(config, 'commands', undo, 'redis'); // the request path: a 503, not a wait
     const subscriber = await connectRedis(config, 'subscriber', undo, 'redis subscriber');
@@ -90,18 +98,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const queueConnection = (): RedisClient | RedisOptions =>
       redis.isCluster ? redis : ({ url: config.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 1 } as RedisOptions);
 
-    const eventsQueue = queueFor(JOBS.shipmentEvent, {
-      connection: queueConnection(),
-      prefix: config.redisPrefix,
-    });
-    eventsQueue.on('error', () => undefined);
+    // Every shard's queue: each event goes to its company's shard (the queues route it).
+    const eventsQueue = shardedQueueFor(JOBS.shipmentEvent, { connection: queueConnection(), layout: config });
     undo.push('events queue', () => eventsQueue.close());
     // Resends are deliveries: their first attempts go straight to the dispatchers' queue.
-    const deliveryQueue = queueFor(JOBS.delivery, {
-      connection: queueConnection(),
-      prefix: config.redisPrefix,
-    });
-    deliveryQueue.on('error', () => undefined);
+    const deliveryQueue = shardedQueueFor(JOBS.delivery, { connection: queueConnection(), layout: config });
     undo.push('delivery queue', () => deliveryQueue.close());
     // A queue checks its Redis (INFO) after construction. Closing it before that check ends leaves
     // the check to fail later on the quit client, where BullMQ reports it as an 'error' nobody
@@ -110,7 +111,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     await Promise.all([eventsQueue.waitUntilReady(), deliveryQueue.waitUntilReady()]);
 
     // A test's clock also ages the token cache, so its 60 s can be tested without waiting them.
-    const tokenCache = new TokenCache(redis, subscriber, config.redisPrefix, options.clock ? { now: () => clock.now().getTime() } : {});
+    // The gateway's own keys: each under its token's, session's or address's tag on a cluster.
+    const keys = new RedisKeys(config);
+    const tokenCache = new TokenCache(redis, subscriber, keys, options.clock ? { now: () => clock.now().getTime() } : {});
     await tokenCache.start();
     undo.push('token cache', () => tokenCache.stop());
 
@@ -149,12 +152,12 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       db,
       redis,
       tokenCache,
-      rateLimiter: new RateLimiter(redis, config.redisPrefix, config.rateLimitPerMinute),
-      portalRateLimiter: new RateLimiter(redis, config.redisPrefix, config.portalRateLimitPerMinute),
-      resendLimiter: createResendLimiter(redis, config.redisPrefix),
-      adminAuthLimiter: new AdminAuthLimiter(redis, config.redisPrefix),
-      authFailureLimiter: new AuthFailureLimiter(redis, config.redisPrefix, API_AUTH_FAILURES_PER_WINDOW, API_AUTH_WINDOW_MS, 'auth:failures'),
-      portalSessionLimiter: new RateLimiter(redis, config.redisPrefix, PORTAL_SESSIONS_PER_MINUTE, 60_000, 'portal:sesiones'),
+      rateLimiter: new RateLimiter(redis, keys, config.rateLimitPerMinute),
+      portalRateLimiter: new RateLimiter(redis, keys, config.portalRateLimitPerMinute),
+      resendLimiter: createResendLimiter(redis, keys),
+      adminAuthLimiter: new AdminAuthLimiter(redis, keys),
+      authFailureLimiter: new AuthFailureLimiter(redis, keys, API_AUTH_FAILURES_PER_WINDOW, API_AUTH_WINDOW_MS, 'auth:failures'),
+      portalSessionLimiter: new RateLimiter(redis, keys, PORTAL_SESSIONS_PER_MINUTE, 60_000, 'portal:sesiones'),
       clientAddress: clientAddressResolver(config.trustedProxies),
       // PORT, or the port the public listener took when PORT is 0 (known once it listens, before
       // any request can ask).

@@ -7,7 +7,6 @@ import {
   type GatewayFixture,
   type TestGateway,
 } from '../../../test/support/test-gateway';
-import { testKeyPrefix } from '../../../test/support/env';
 import { testRedisClient } from '../../../test/support/redis-prefix';
 import { manualClock } from '../../../test/support/shipment-fixtures';
 import { hashToken } from '../src/auth/token';
@@ -165,7 +164,7 @@ describe('authentication of /api/v1', () => {
     const redis = testRedisClient();
     try {
       for (const token of [c.live, c.test]) {
-        const ttlMs = await redis.pttl(`${testKeyPrefix(fx.prefix)}:auth:revoked:${hashToken(token)}`);
+        const ttlMs = await redis.pttl(a.deps.tokenCache.revokedKey(hashToken(token)));
         // An entry cached just before the rotation lives 60 s more: the mark must still be there then.
         expect(ttlMs).toBeGreaterThan(60_000);
       }

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { createRedisClient } from '@svc/platform';
-import { TEST_REDIS_CLUSTER_NODES, TEST_REDIS_URL, testKeyPrefix } from '../../../test/support/env';
+import { TEST_REDIS_CLUSTER_NODES, TEST_REDIS_URL, testRedisKeys } from '../../../test/support/env';
 import { dropPrefix, testRedisClient, uniquePrefix } from '../../../test/support/redis-prefix';
 import { RateLimiter } from '../src/rate-limit/rate-limiter';
 
@@ -9,7 +9,7 @@ import { RateLimiter } from '../src/rate-limit/rate-limiter';
 // revocations must be exactly what one call per hit gave.
 describe('rate limiter: hits of one turn of the event loop, sent together', () => {
   const prefix = uniquePrefix('rl-batch');
-  const keys = testKeyPrefix(prefix);
+  const keys = testRedisKeys(prefix);
   let redis: Redis | Cluster;
 
   beforeAll(() => {
@@ -20,7 +20,7 @@ describe('rate limiter: hits of one turn of the event loop, sent together', () =
     await dropPrefix(prefix);
   });
 
-  const revokedKey = (token: string): string => `${keys}:auth:revoked:${token}`;
+  const revokedKey = (token: string): string => keys.of('auth:revoked', token);
 
   it('counts each token exactly: 3 tokens x 15 hits at once with a limit of 10', async () => {
     const limiter = new RateLimiter(redis, keys, 10);
@@ -29,7 +29,7 @@ describe('rate limiter: hits of one turn of the event loop, sent together', () =
     const decisions = await Promise.all(
       Array.from({ length: 45 }, (_, i) => {
         const t = tokens[i % 3]!;
-        return limiter.hit(`tok-${t}`, revokedKey(t)).then((d) => ({ t, d }));
+        return limiter.hit(`tok-${t}`, revokedKey(t), t).then((d) => ({ t, d }));
       }),
     );
     for (const t of tokens) {
@@ -48,7 +48,7 @@ describe('rate limiter: hits of one turn of the event loop, sent together', () =
           expect(d.retryAfterSeconds).toBeLessThanOrEqual(60);
         }
       }
-      expect(await redis.zcard(`${keys}:rl:tok-${t}`)).toBe(10);
+      expect(await redis.zcard(keys.of('rl', `tok-${t}`, t))).toBe(10);
     }
   });
 
@@ -56,21 +56,21 @@ describe('rate limiter: hits of one turn of the event loop, sent together', () =
     const limiter = new RateLimiter(redis, keys, 100);
     await redis.set(revokedKey('gone'), '1', 'EX', 60);
     const [kept1, gone, kept2] = await Promise.all([
-      limiter.hit('tok-kept', revokedKey('kept')),
-      limiter.hit('tok-gone', revokedKey('gone')),
-      limiter.hit('tok-kept', revokedKey('kept')),
+      limiter.hit('tok-kept', revokedKey('kept'), 'kept'),
+      limiter.hit('tok-gone', revokedKey('gone'), 'gone'),
+      limiter.hit('tok-kept', revokedKey('kept'), 'kept'),
     ]);
     expect(gone!.revoked).toBe(true);
     expect(gone!.allowed).toBe(false);
     expect([kept1!.remaining, kept2!.remaining]).toEqual([99, 98]);
     expect(kept1!.revoked || kept2!.revoked).toBe(false);
-    expect(await redis.exists(`${keys}:rl:tok-gone`)).toBe(0);
+    expect(await redis.exists(keys.of('rl', 'tok-gone', 'gone'))).toBe(0);
   });
 
   it('one hit on its own is sent on its own, with the same answer', async () => {
     const limiter = new RateLimiter(redis, keys, 5);
-    const first = await limiter.hit('tok-alone', revokedKey('alone'));
-    const second = await limiter.hit('tok-alone', revokedKey('alone'));
+    const first = await limiter.hit('tok-alone', revokedKey('alone'), 'alone');
+    const second = await limiter.hit('tok-alone', revokedKey('alone'), 'alone');
     expect([first.remaining, second.remaining]).toEqual([4, 3]);
     expect(second.resetSeconds).toBe(first.resetSeconds);
   });
@@ -83,9 +83,9 @@ describe('rate limiter: hits of one turn of the event loop, sent together', () =
     await closed.connect();
     closed.disconnect();
     const limiter = new RateLimiter(closed, keys, 5);
-    const results = await Promise.allSettled([limiter.hit('tok-x', revokedKey('x')), limiter.hit('tok-y', revokedKey('y'))]);
+    const results = await Promise.allSettled([limiter.hit('tok-x', revokedKey('x'), 'x'), limiter.hit('tok-y', revokedKey('y'), 'y')]);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
-    const single = await limiter.hit('tok-z', revokedKey('z')).then(
+    const single = await limiter.hit('tok-z', revokedKey('z'), 'z').then(
       () => 'resolved',
       () => 'rejected',
     );

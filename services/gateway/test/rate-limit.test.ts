@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { testKeyPrefix } from '../../../test/support/env';
 import { testRedisClient } from '../../../test/support/redis-prefix';
 import { guia } from '../../../test/support/shipment-fixtures';
 import { bearer, createBranch, createCompany, startGatewayFixture, type GatewayFixture, type TestGateway } from '../../../test/support/test-gateway';
@@ -70,7 +69,7 @@ describe('rate limit: 100 requests per sliding minute per token', () => {
     const tokenId = (await pool.query<{ id: string }>('select id from tokens where hash = $1', [hash])).rows[0]!.id;
     const redis = testRedisClient();
     try {
-      const key = `${testKeyPrefix(fx.prefix)}:rl:${tokenId}`;
+      const key = a.deps.rateLimiter.keys.of('rl', tokenId, hash);
       const oldest = await redis.zrange(key, 0, 29, 'WITHSCORES');
       expect(oldest).toHaveLength(60);
       for (let i = 0; i < oldest.length; i += 2) await redis.zadd(key, Number(oldest[i + 1]) - 61_000, oldest[i]!);

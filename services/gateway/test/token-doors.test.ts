@@ -7,6 +7,7 @@ import { TOKEN_FORMAT } from '../src/auth/token';
 import { CONNECTIONS_CHECK_INTERVAL_MS, HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS, REQUEST_TIMEOUT_MS } from '../src/gateway';
 import { bearer, createCompany, startGatewayFixture, type GatewayFixture } from '../../../test/support/test-gateway';
 import { testRedisClient } from '../../../test/support/redis-prefix';
+import { testRedisKeys } from '../../../test/support/env';
 
 const principal = (n: number): Principal => ({
   tokenId: `t${n}`,
@@ -25,7 +26,7 @@ describe('the token cache keeps failed lookups apart', () => {
   });
 
   it('a flood of unknown tokens never evicts a valid entry; its own bound holds', () => {
-    const cache = new TokenCache(redis, redis, 'svctest:cache', { maxEntries: 3, maxInvalidEntries: 5 });
+    const cache = new TokenCache(redis, redis, testRedisKeys('svctest:cache'), { maxEntries: 3, maxInvalidEntries: 5 });
     const epoch = cache.currentEpoch();
     for (let i = 1; i <= 3; i++) cache.set(`valid-${i}`, principal(i), epoch);
     for (let i = 0; i < 1000; i++) cache.set(`unknown-${i}`, null, epoch);
@@ -42,7 +43,7 @@ describe('the token cache keeps failed lookups apart', () => {
 
   it('both kinds expire after the TTL and drop on invalidation', () => {
     let now = 0;
-    const cache = new TokenCache(redis, redis, 'svctest:cache', { ttlMs: 60_000, now: () => now });
+    const cache = new TokenCache(redis, redis, testRedisKeys('svctest:cache'), { ttlMs: 60_000, now: () => now });
     cache.set('a', principal(1), cache.currentEpoch());
     cache.set('b', null, cache.currentEpoch());
     now = 59_999;

@@ -1,4 +1,4 @@
-import type { RedisClient } from '@svc/platform';
+import type { RedisClient, RedisKeys } from '@svc/platform';
 import { AuthFailureLimiter } from './auth-failure.limiter';
 
 /**
@@ -17,8 +17,8 @@ export const ADMIN_AUTH_WINDOW_MS = 60_000;
  * makes guessing hopeless is the token's length and entropy, which production enforces (config.ts).
  */
 export class AdminAuthLimiter extends AuthFailureLimiter {
-  constructor(redis: RedisClient, prefix: string, limit = ADMIN_AUTH_FAILURES_PER_WINDOW, windowMs = ADMIN_AUTH_WINDOW_MS) {
-    super(redis, prefix, limit, windowMs, 'admin:auth');
+  constructor(redis: RedisClient, keys: RedisKeys, limit = ADMIN_AUTH_FAILURES_PER_WINDOW, windowMs = ADMIN_AUTH_WINDOW_MS) {
+    super(redis, keys, limit, windowMs, 'admin:auth');
   }
 }
 

@@ -1,4 +1,4 @@
-import type { RedisClient } from '@svc/platform';
+import type { RedisClient, RedisKeys } from '@svc/platform';
 
 /**
  * Counts one failure (INCR, and the window's expiry on the first) and returns { failures in the
@@ -41,14 +41,15 @@ export interface FailureStanding {
  * a trusted proxy forwarded), in Redis so that every gateway instance counts the same failures. A
  * failure is counted in one atomic step that also says whether the window is used up, so at most
  * `limit` failures per window are ever answered as such (concurrent ones included: each takes its
- * own count). `check` only reads the count. Keys: `{prefix}:{keyspace}:{address}`.
+ * own count). `check` only reads the count. Keys: `keys.of(keyspace, address)` (under the address's
+ * hash tag on a cluster).
  */
 export class AuthFailureLimiter {
   private readonly redis: RedisWithScripts;
 
   constructor(
     redis: RedisClient,
-    private readonly prefix: string,
+    private readonly keys: RedisKeys,
     readonly limit: number,
     private readonly windowMs: number,
     private readonly keyspace: string,
@@ -61,7 +62,7 @@ export class AuthFailureLimiter {
   }
 
   key(address: string): string {
-    return `${this.prefix}:${this.keyspace}:${address}`;
+    return this.keys.of(this.keyspace, address);
   }
 
   /** Counts a failure; held when it was one past the limit. */

@@ -1,4 +1,4 @@
-import type { RedisClient } from '@svc/platform';
+import type { RedisClient, RedisKeys } from '@svc/platform';
 import type { ChainableCommander } from 'ioredis';
 import type { Principal } from './principal';
 
@@ -44,22 +44,23 @@ export class TokenCache {
   constructor(
     private readonly redis: RedisClient,
     private readonly subscriber: RedisClient,
-    private readonly prefix: string,
+    private readonly keys: RedisKeys,
     options: TokenCacheOptions = {},
   ) {
     this.ttlMs = options.ttlMs ?? 60_000;
     this.maxEntries = options.maxEntries ?? 100_000;
     this.maxInvalidEntries = options.maxInvalidEntries ?? 10_000;
     this.now = options.now ?? Date.now;
-    this.channel = `${prefix}:auth:invalidate`;
+    this.channel = keys.shared('auth:invalidate');
   }
 
   /**
    * On a cluster the channel is sharded (SSUBSCRIBE/SPUBLISH): a message stays within the shard
    * that owns the channel's slot, where every gateway's subscriber listens, instead of PUBLISH's
-   * broadcast over the cluster bus to every node. The channel is under the prefix's hash tag, so
-   * it shares its slot with the revoked keys and can be published in the same MULTI. Should a
-   * failover drop a message, the revoked key still refuses the token on its next request.
+   * broadcast over the cluster bus to every node. The channel is under the stack's hash tag, where
+   * every gateway subscribes; the revoked marks are each under their token's tag, so that they
+   * spread, and are set before the message is published. Should a failover drop a message, the
+   * revoked key still refuses the token on its next request.
    */
   private get sharded(): boolean {
     return this.subscriber.isCluster;
@@ -82,8 +83,9 @@ export class TokenCache {
     await (this.sharded ? this.subscriber.sunsubscribe(this.channel) : this.subscriber.unsubscribe(this.channel));
   }
 
+  /** A token's revocation mark: `<prefix>:auth:revoked:<hash>`, under the hash's tag on a cluster (the rate-limit window shares it). */
   revokedKey(hash: string): string {
-    return `${this.prefix}:auth:revoked:${hash}`;
+    return this.keys.of('auth:revoked', hash);
   }
 
   currentEpoch(): number {
@@ -128,15 +130,31 @@ export class TokenCache {
     return this.broadcast(hashes, (multi, key) => void multi.del(key));
   }
 
-  /** One MULTI: each hash's revocation mark changed by `mark` (if any), then the hashes published to every instance. */
+  /**
+   * Each hash's revocation mark changed by `mark` (if any), then the hashes published to every
+   * instance: on one Redis in one MULTI; on a cluster, where the marks are in their tokens' slots
+   * and a MULTI stays within one, each mark in a MULTI of its own, all of them before the message.
+   */
   private async broadcast(hashes: string[], mark: ((multi: ChainableCommander, key: string) => void) | undefined): Promise<void> {
     if (hashes.length === 0) return;
-    const multi = this.redis.multi();
-    if (mark) for (const h of hashes) mark(multi, this.revokedKey(h));
     const message = JSON.stringify(hashes);
-    if (this.sharded) multi.spublish(this.channel, message);
-    else multi.publish(this.channel, message);
-    await multi.exec();
+    if (this.keys.cluster) {
+      if (mark) {
+        await Promise.all(
+          hashes.map((h) => {
+            const one = this.redis.multi();
+            mark(one, this.revokedKey(h));
+            return one.exec();
+          }),
+        );
+      }
+      await this.redis.spublish(this.channel, message);
+    } else {
+      const multi = this.redis.multi();
+      if (mark) for (const h of hashes) mark(multi, this.revokedKey(h));
+      multi.publish(this.channel, message);
+      await multi.exec();
+    }
     this.onInvalidate(message);
   }
 

@@ -1,4 +1,4 @@
-import type { RedisClient } from '@svc/platform';
+import type { RedisClient, RedisKeys } from '@svc/platform';
 import { RateLimiter } from '../rate-limit/rate-limiter';
 
 /**
@@ -11,8 +11,8 @@ export const RESENDS_PER_HOUR = 10;
 const HOUR_MS = 3_600_000;
 
 /** The sliding window of each (webhook, event), in Redis so that every gateway counts the same resends. */
-export function createResendLimiter(redis: RedisClient, prefix: string): RateLimiter {
-  return new RateLimiter(redis, prefix, RESENDS_PER_HOUR, HOUR_MS, 'resend');
+export function createResendLimiter(redis: RedisClient, keys: RedisKeys): RateLimiter {
+  return new RateLimiter(redis, keys, RESENDS_PER_HOUR, HOUR_MS, 'resend');
 }
 
 /** The window of one event (for a PING, the PING's own id, which its resends keep) sent to one webhook. */

@@ -125,7 +125,7 @@ export function portalSession(deps: Pick<GatewayDeps, 'db' | 'clock' | 'config'>
       throw new AppError('FORBIDDEN', `falta el token anti-CSRF de la sesión (cabecera ${CSRF_HEADER}) o no es válido`);
     }
     // The key it checks is never set: sessions end in Postgres, which every request reads above.
-    const decision = await limiter.hit(`portal:${row.id}`, `${deps.config.redisPrefix}:portal:revoked:${row.id}`);
+    const decision = await limiter.hit(`portal:${row.id}`, limiter.keys.of('portal:revoked', row.id), row.id);
     if (!decision.allowed) {
       throw new AppError('RATE_LIMIT_EXCEEDED', `límite de ${decision.limit} peticiones por minuto de la sesión alcanzado`, {
         'Retry-After': String(decision.retryAfterSeconds),

@@ -35,7 +35,7 @@ export function rateLimit(
   return async (req, res, next) => {
     const principal = req.principal;
     if (!principal) throw new AppError('AUTH_REQUIRED', 'authentication is required');
-    const decision = await limiter.hit(principal.tokenId, cache.revokedKey(principal.tokenHash));
+    const decision = await limiter.hit(principal.tokenId, cache.revokedKey(principal.tokenHash), principal.tokenHash);
     if (decision.revoked) {
       cache.delete(principal.tokenHash);
       authEvents.failure('revoked');

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from '@svc/platform';
+import { keySlot, type RedisClient, type RedisKeys } from '@svc/platform';
 
 /**
  * Sliding 60-second log per token, in one Lua script (one round trip, atomic across instances).
  * Redis's own clock is the time source, so gateways with skewed clocks agree.
- * KEYS[1] = the token's window, KEYS[2] = the token's revocation mark: both under the prefix, which
- * on a cluster is a hash tag, so they share a slot as a script's keys must.
+ * KEYS[1] = the token's window, KEYS[2] = the token's revocation mark: on a cluster both under the
+ * token's hash tag (`RedisKeys`), so they share a slot as a script's keys must.
  * Returns { allowed (1/0, or -1 when revoked), count in window, oldest entry (ms), now (ms) }.
  */
 const SLIDING_WINDOW = `
@@ -70,12 +70,13 @@ export class RateLimiter {
   private waiting: Waiting[] = [];
 
   /**
-   * `keyspace` names the windows' keys, `{prefix}:{keyspace}:{id}`: `rl` (a token's or a portal
-   * session's requests; stored data, never renamed) unless a limiter of other things says its own.
+   * `keyspace` names the windows' keys, `keys.of(keyspace, id, tag)`: `rl` (a token's or a portal
+   * session's requests; on one Redis `<prefix>:rl:<id>` as always) unless a limiter of other things
+   * says its own.
    */
   constructor(
     redis: RedisClient,
-    private readonly prefix: string,
+    readonly keys: RedisKeys,
     readonly limit: number,
     private readonly windowMs = WINDOW_MS,
     private readonly keyspace = 'rl',
@@ -86,11 +87,14 @@ export class RateLimiter {
     this.redis = redis as RedisWithScript;
   }
 
-  /** Counts one hit in `id`'s window, unless `revokedKey` (a token's revocation mark) exists. */
-  async hit(id: string, revokedKey: string): Promise<RateDecision> {
+  /**
+   * Counts one hit in `id`'s window, unless `revokedKey` (a token's revocation mark) exists. `tag`:
+   * the hash tag `revokedKey` is under on a cluster (the token's hash), which the window shares.
+   */
+  async hit(id: string, revokedKey: string, tag: string = id): Promise<RateDecision> {
     // A unique member per request: two requests in the same millisecond are two entries.
     const member = `${this.instance}:${(this.seq = (this.seq + 1) % Number.MAX_SAFE_INTEGER)}`;
-    const [allowed, count, first, now] = await this.run(`${this.prefix}:${this.keyspace}:${id}`, revokedKey, member);
+    const [allowed, count, first, now] = await this.run(this.keys.of(this.keyspace, id, tag), revokedKey, member);
     if (allowed === -1) {
       return { revoked: true, allowed: false, limit: this.limit, remaining: 0, resetSeconds: 0, retryAfterSeconds: 0 };
     }
@@ -107,16 +111,17 @@ export class RateLimiter {
 
   /**
    * Counts one hit in `id`'s window, which no revocation ends: the script's revocation key is one
-   * that nothing writes (`{prefix}:{keyspace}:-`, in the prefix's slot on a cluster as the window's).
+   * that nothing writes (`<prefix>:<keyspace>:-`; on a cluster under the window's tag).
    */
   take(id: string): Promise<RateDecision> {
-    return this.hit(id, `${this.prefix}:${this.keyspace}:-`);
+    return this.hit(id, this.keys.of(this.keyspace, '-', id));
   }
 
   /**
    * The hits of one turn of the event loop go to Redis in one pipeline, one write and one read for
    * all of them, the largest saving on the read path (bench/README.md). Each script still runs
-   * atomically, and on a cluster the batch is one slot (every key is under the prefix's hash tag).
+   * atomically. On a cluster a pipeline must stay within one slot, and each token's keys are under
+   * its own tag: the batch goes as one pipeline per slot, each to its master.
    */
   private run(windowKey: string, revokedKey: string, member: string): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
@@ -127,6 +132,18 @@ export class RateLimiter {
   private readonly send = (): void => {
     const batch = this.waiting;
     this.waiting = [];
+    if (!this.keys.cluster) return this.sendBatch(batch);
+    const bySlot = new Map<number, Waiting[]>();
+    for (const w of batch) {
+      const slot = keySlot(w.windowKey);
+      const group = bySlot.get(slot);
+      if (group) group.push(w);
+      else bySlot.set(slot, [w]);
+    }
+    for (const group of bySlot.values()) this.sendBatch(group);
+  };
+
+  private sendBatch(batch: Waiting[]): void {
     // One hit, or a client that is not ready: each on its own, failing as a lone call fails (a
     // cluster client's pipeline would wait for slots an ended client never gets).
     if (batch.length === 1 || this.redis.status !== 'ready') {
@@ -147,5 +164,5 @@ export class RateLimiter {
         for (const w of batch) w.reject(err);
       },
     );
-  };
+  }
 }
