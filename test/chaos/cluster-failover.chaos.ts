@@ -6,9 +6,11 @@ import { chaosScenario } from './harness';
 // A Redis Cluster of 3 masters with one replica each (issue 38). Under the stream, the master that
 // holds the stack's work is SIGKILLed; the cluster notices (cluster-node-timeout) and promotes its
 // replica, which may lack the writes not yet replicated (replication is asynchronous): the
-// reconciler queues that work again from Postgres. Nothing may be lost, each shipment's events must
-// reach each webhook first in the order of their X-SVC-Secuencia, and deliveries must resume; the
-// report line says how long they paused.
+// reconciler queues that work again from Postgres, and jobs in flight on it move on once their locks
+// expire. Nothing may be lost, each shipment's deliveries to each webhook must carry its events'
+// X-SVC-Secuencia (1, 2, ... without a gap or a repeat), and deliveries must resume; the report line
+// says how long they paused (and how many shipments' events first arrived out of sequence order,
+// which a failover causes and receivers are told to undo: docs/integrators.md).
 //
 // Shown to fail with the fault made a no-op (the kill skipped): "its replica promoted to master = 0"
 // and "ms from the kill to the promotion = 0".
@@ -91,12 +93,23 @@ function longestPause(requests: readonly ReceivedRequest[], from: number): numbe
   return longest;
 }
 
+interface SequenceCheck {
+  problems: string[];
+  /** (webhook, shipment) pairs with more than one event. */
+  shipments: number;
+  /** Of those, the pairs whose events first arrived out of X-SVC-Secuencia order. */
+  outOfOrder: number;
+  /** The first of those, with each first arrival's time from the kill. */
+  example: string | undefined;
+}
+
 /**
- * Per (webhook, shipment): each event's first arrival carries the right X-SVC-Secuencia
- * (GUIA_CREADA 1, GUIA_RECOLECTADA 2), every request for one delivery the same one, and the first
- * arrivals come in the order of their sequence.
+ * Per (webhook, shipment): each event carries its place in the shipment's history (GUIA_CREADA 1,
+ * GUIA_RECOLECTADA 2), every request for one delivery the same one, and the deliveries' sequences
+ * are 1, 2, ... without a gap or a repeat, so the receiver can put them in order (what
+ * docs/integrators.md promises). Whether they also first arrived in that order is counted apart.
  */
-function orderProblems(requests: readonly ReceivedRequest[], killedAt: number): string[] {
+function checkSequences(requests: readonly ReceivedRequest[], killedAt: number): SequenceCheck {
   const expected: Record<string, number> = { GUIA_CREADA: 1, GUIA_RECOLECTADA: 2 };
   const bySequence = new Map<string, number>();
   const firsts = new Map<string, Array<{ sequence: number; at: number }>>();
@@ -121,12 +134,20 @@ function orderProblems(requests: readonly ReceivedRequest[], killedAt: number): 
     const shipment = `${r.path} ${numero}`;
     firsts.set(shipment, [...(firsts.get(shipment) ?? []), { sequence, at: r.receivedAt - killedAt }]);
   }
+  let shipments = 0;
+  let outOfOrder = 0;
+  let example: string | undefined;
   for (const [shipment, arrivals] of firsts) {
-    if (arrivals.some((a, i) => i > 0 && a.sequence <= arrivals[i - 1]!.sequence)) {
-      problems.push(`${shipment}: first arrivals in the order ${arrivals.map((a) => `${a.sequence} (${a.at} ms from the kill)`).join(', ')}`);
+    const sorted = arrivals.map((a) => a.sequence).sort((a, b) => a - b);
+    if (sorted.some((s, i) => s !== i + 1)) problems.push(`${shipment}: deliveries with X-SVC-Secuencia ${sorted.join(', ')}`);
+    if (arrivals.length < 2) continue;
+    shipments += 1;
+    if (arrivals.some((a, i) => i > 0 && a.sequence < arrivals[i - 1]!.sequence)) {
+      outOfOrder += 1;
+      example ??= `${shipment}: ${arrivals.map((a) => `${a.sequence} at ${a.at} ms`).join(', ')}`;
     }
   }
-  return problems.length > 5 ? [...problems.slice(0, 5), `and ${problems.length - 5} more`] : problems;
+  return { problems: problems.length > 5 ? [...problems.slice(0, 5), `and ${problems.length - 5} more`] : problems, shipments, outOfOrder, example };
 }
 
 chaosScenario(
@@ -148,6 +169,15 @@ chaosScenario(
     h.effect(`its replica :${victim.replica} promoted to master`, () => (promotedAfter > 0 ? 1 : 0));
     h.effect('ms from the kill to the promotion', () => promotedAfter);
     h.effect("deliveries' longest pause from the kill on, ms", () => longestPause(h.received(), killedAt));
-    h.check('order per shipment', () => orderProblems(h.received(), killedAt));
+    h.check('order per shipment', () => {
+      const c = checkSequences(h.received(), killedAt);
+      // Not a failure: nothing holds a shipment's later event back while an earlier one is retried
+      // or recovered, and receivers are told to order by X-SVC-Secuencia.
+      process.stdout.write(
+        `[chaos] cluster failover: ${c.outOfOrder} of ${c.shipments} (webhook, shipment) pairs with two events first arrived out of X-SVC-Secuencia order` +
+          `${c.example ? `, e.g. ${c.example} from the kill` : ''}\n`,
+      );
+      return c.problems;
+    });
   },
 );
