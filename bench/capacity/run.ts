@@ -299,10 +299,11 @@ async function reconcilerCost(
   const pool = createPool({ connectionString: databaseUrl, max: 4 });
   const db = createDb(pool);
   const requeued = { event: 0, delivery: 0 };
+  // One shard: the reconciler's view of a sharded queue is the queue itself.
   const reconciler = createReconciler({
     db,
-    eventsQueue,
-    deliveryQueue,
+    eventsQueue: { addBulk: (jobs) => eventsQueue.addBulk(jobs), queueOf: () => eventsQueue },
+    deliveryQueue: { addBulk: (jobs) => deliveryQueue.addBulk(jobs), queueOf: () => deliveryQueue },
     logger: createLogger('bench-reconciler', 'error'),
     requeued: (kind, n) => (requeued[kind] += n),
     intervalMs: 10_000,

@@ -2,7 +2,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import { Redis } from 'ioredis';
-import { TEST_DATABASE_BASE, TEST_REDIS_CLUSTER_NODES } from '../support/env';
+import { TEST_DATABASE_BASE, TEST_QUEUE_SHARDS, TEST_REDIS_CLUSTER_NODES } from '../support/env';
 import { sleep } from '../support/eventually';
 import { freePort } from '../support/free-port';
 import { startReceiver, TEST_CERT_DIR, type ReceivedRequest, type ResponsePlan } from '../support/https-receiver';
@@ -449,7 +449,7 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
   } else if (TEST_REDIS_CLUSTER_NODES) {
     if (options.redisProxy || options.redisAppendonly) throw new Error(`${scenario}: breaks a side Redis, which a cluster run does not have`);
     teardown.push(() => dropPrefix(prefix));
-    redisEnv = { REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES };
+    redisEnv = { REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES, ...(TEST_QUEUE_SHARDS ? { QUEUE_SHARDS: TEST_QUEUE_SHARDS } : {}) };
   } else {
     const started = await startSideRedis({ appendonly: options.redisAppendonly ?? false });
     teardown.push(() => started.stop());

@@ -1,7 +1,8 @@
 // The cluster suite (issue 15): `pnpm test:cluster`. The global setup starts a private 3-master
 // Redis Cluster on free ports and sets TEST_REDIS_CLUSTER_NODES, so every service these tests start
-// runs with REDIS_CLUSTER_NODES (cluster clients, hash-tagged keys) instead of REDIS_URL: the
-// end-to-end journey, the rate-limit tests, token revocation across two gateways and the chaos
+// runs with REDIS_CLUSTER_NODES (cluster clients, hash-tagged keys) instead of REDIS_URL, and with
+// QUEUE_SHARDS=6 (TEST_QUEUE_SHARDS: the queues spread over the masters): the end-to-end journey,
+// the rate-limit tests, token revocation across two gateways, the queue shards' spread and the chaos
 // scenario of a dispatcher killed mid-stream.
 import base from '../../jest.config.js';
 

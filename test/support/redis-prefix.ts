@@ -32,14 +32,32 @@ export async function deletePrefix(redis: Redis, prefix: string): Promise<void> 
   } while (cursor !== '0');
 }
 
+/** Deletes every key under `prefix:` on one master of a cluster, each on its own (they may be of several slots). */
+async function deleteSpread(node: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) {
+      const pipeline = node.pipeline();
+      for (const key of keys) pipeline.unlink(key);
+      await pipeline.exec();
+    }
+  } while (cursor !== '0');
+}
+
 /** Deletes every key under the prefix (a test file's whole Redis footprint), on every master of a cluster. */
 export async function dropPrefix(prefix: string): Promise<void> {
   const redis = testRedisClient();
   try {
     // On a cluster the prefix is a hash tag: every key is in one slot, so one DEL per page still works.
+    // The keys with tags of their own (queue shards) are under the untagged prefix, over many slots.
     if (redis instanceof Cluster) {
       if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
-      for (const node of redis.nodes('master')) await deletePrefix(node, testKeyPrefix(prefix));
+      for (const node of redis.nodes('master')) {
+        await deletePrefix(node, testKeyPrefix(prefix));
+        await deleteSpread(node, prefix);
+      }
     } else {
       await deletePrefix(redis, prefix);
     }

@@ -41,6 +41,12 @@ export interface ShipmentEventJob {
  */
 export interface DeliveryJob {
   deliveryId: string;
+  /**
+   * The delivery's company: it names the queue shard the job goes to (`shardOf`), the one its
+   * company's events go to. Absent in jobs queued before shards existed, which were all on the one
+   * shard of QUEUE_SHARDS=1; such a job is routed to shard 0.
+   */
+  empresaId?: string;
   /** 1..DELIVERY_MAX_ATTEMPTS. The record in Postgres counts attempts; this names the job. */
   attempt: number;
   /**
@@ -94,6 +100,7 @@ export function eventJobOf(
 export function deliveryJobOf(event: ShipmentEventJob, delivery: { deliveryId: string; attempt: number; webhookId: string }): DeliveryJob {
   return {
     deliveryId: delivery.deliveryId,
+    empresaId: event.empresaId,
     attempt: delivery.attempt,
     webhookId: delivery.webhookId,
     eventId: event.eventId,
@@ -121,6 +128,8 @@ export interface JobContract<Payload> {
   options: JobsOptions;
   /** The job id of a payload: adding the same work twice is a no-op. */
   jobId(payload: Payload): string;
+  /** The company whose shard the payload's job goes to (`shardOf`); undefined: shard 0. */
+  shardKey(payload: Payload): string | undefined;
   /** Throws VALIDATION_ERROR naming the first bad field. */
   validate: Validator<Payload>;
 }
@@ -162,6 +171,7 @@ export const JOBS = {
       removeOnFail: { age: 7 * 24 * 3600 },
     },
     jobId: (p) => p.eventId,
+    shardKey: (p) => p.empresaId,
     validate: compile<ShipmentEventJob>({
       type: 'object',
       properties: {
@@ -189,6 +199,7 @@ export const JOBS = {
     },
     // BullMQ refuses ':' in a custom id.
     jobId: (p) => `${p.deliveryId}.${p.attempt}`,
+    shardKey: (p) => p.empresaId,
     validate: compile<DeliveryJob>({
       type: 'object',
       properties: {
@@ -196,6 +207,7 @@ export const JOBS = {
         evento: { type: 'string', enum: [...SHIPMENT_EVENTS, 'PING'] },
         data: { type: 'object' },
         deliveryId: uuid,
+        empresaId: uuid,
         attempt: { type: 'integer', minimum: 1, maximum: DELIVERY_MAX_ATTEMPTS },
         fresh: { type: 'boolean' },
         dueAt: { type: 'integer', minimum: 0 },
@@ -222,3 +234,28 @@ export function bulkJobs<P>(contract: JobContract<P>, payloads: readonly P[], ex
     opts: { ...contract.options, ...extra, jobId: contract.jobId(data) },
   }));
 }
+
+/** The most queue shards a stack may have (QUEUE_SHARDS): each is two queues and a worker pair per dispatcher. */
+export const MAX_QUEUE_SHARDS = 64;
+
+/**
+ * The queue shard of a company, 0..shards-1: FNV-1a (32 bits) of its id as written in lowercase,
+ * modulo `shards`. Every producer of a company's jobs (the gateway's relays, the dispatcher's
+ * retries, reconciler and scheduler) routes through this one function, so the company's events and
+ * deliveries share a shard and keep their order. It is stored data in effect (jobs sit on the shard
+ * it named): changing it is changing QUEUE_SHARDS (docs/operations.md).
+ */
+export function shardOf(empresaId: string | undefined, shards: number): number {
+  if (shards <= 1 || empresaId === undefined) return 0;
+  const text = empresaId.toLowerCase();
+  let hash = FNV_OFFSET_BASIS;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, FNV_PRIME) >>> 0;
+  }
+  return hash % shards;
+}
+
+/** FNV-1a's 32-bit parameters (the published ones). */
+const FNV_OFFSET_BASIS = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;

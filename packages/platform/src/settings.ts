@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { BlockList, isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { MAX_QUEUE_SHARDS } from '@svc/contracts';
 
 // Node reads NODE_EXTRA_CA_CERTS once, as the process starts; a value that `.env` supplies later
 // is not in Node's trust store, so the webhook sender has to add it itself.
@@ -144,6 +145,18 @@ export interface CommonSettings {
    * their names.
    */
   redisPrefix: string;
+  /**
+   * REDIS_PREFIX as given, never hash-tagged: the start of the keys that carry a tag of their own
+   * (queue shards past the first layout, the gateway's per-token and per-company keys).
+   */
+  redisNamespace: string;
+  /**
+   * QUEUE_SHARDS: how many shards the event and delivery queues are split into, each under its own
+   * hash tag (`queueShardPrefixes`), a company's jobs all on one (`shardOf`). Default 1: the queues'
+   * keys keep the names they had before shards existed. Every process of a stack must agree: the
+   * stack's value is recorded in Postgres and a start with another is refused (`checkQueueShards`).
+   */
+  queueShards: number;
   /**
    * REDIS_CLUSTER_NODES: `host:port,host:port,...` of a Redis Cluster (any of its nodes; the rest are
    * discovered). When set, every Redis client is a cluster client and `REDIS_URL` is ignored.
@@ -303,6 +316,8 @@ export function readCommonSettings(r: SettingsReader): CommonSettings {
     databaseUrl: r.url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc', ['postgres:', 'postgresql:']),
     redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     redisPrefix: r.string('REDIS_PREFIX', 'svc'),
+    redisNamespace: r.string('REDIS_PREFIX', 'svc'),
+    queueShards: r.int('QUEUE_SHARDS', 1, 1, MAX_QUEUE_SHARDS),
     redisClusterNodes: readClusterNodes(r),
     dbPoolSize: r.int('DB_POOL_SIZE', 20, 1, 1000),
     dbStatementTimeoutMs: r.int('DB_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 0, 3_600_000),

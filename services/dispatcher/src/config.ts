@@ -1,5 +1,5 @@
 import { QUEUED_BOUND } from './reconcile/deferral.scheduler';
-import { loadSettings, type CommonSettings } from '@svc/platform';
+import { loadSettings, parseShardList, type CommonSettings } from '@svc/platform';
 
 /**
  * Every setting of the dispatcher, parsed once at start from the environment (and `.env`): the
@@ -58,6 +58,12 @@ export interface DispatcherConfig extends CommonSettings {
    * whatever their age; shipments and their history are never removed. Default 30.
    */
   retentionDays: number;
+  /**
+   * DISPATCHER_SHARDS: the queue shards this process consumes, `0-3,7` style, each below
+   * QUEUE_SHARDS. Default every shard. It still queues to any shard (a company's retries, the
+   * reconciler's and the scheduler's work go to the company's shard).
+   */
+  consumedShards: readonly number[];
 }
 
 /** DISPATCHER_CONCURRENCY's default (docs/operations.md): the floor the adaptive limit starts from. */
@@ -70,11 +76,13 @@ const DEFAULT_CONCURRENCY = 50;
 const DEFAULT_MAX_IN_FLIGHT = 2000;
 
 export function loadDispatcherConfig(env: Record<string, string | undefined> = process.env): DispatcherConfig {
-  return loadSettings('dispatcher', env, (r) => {
+  return loadSettings('dispatcher', env, (r, common) => {
     const fixed = r.optional('DISPATCHER_CONCURRENCY') !== undefined;
     const concurrency = r.int('DISPATCHER_CONCURRENCY', DEFAULT_CONCURRENCY, 1, 10_000);
     const maxInFlight = r.int('DISPATCHER_MAX_IN_FLIGHT', fixed ? concurrency : Math.max(concurrency, DEFAULT_MAX_IN_FLIGHT), concurrency, 10_000);
     const adaptive = maxInFlight > concurrency;
+    const shards = parseShardList(r.optional('DISPATCHER_SHARDS'), common.queueShards);
+    if (!Array.isArray(shards)) r.check('DISPATCHER_SHARDS', false, shards.problem);
     return {
       metricsPort: r.int('DISPATCHER_METRICS_PORT', 9102, 0, 65535),
       concurrency,
@@ -87,6 +95,7 @@ export function loadDispatcherConfig(env: Record<string, string | undefined> = p
       reconcileIntervalMs: r.int('RECONCILE_INTERVAL_MS', 10_000, 100, 3_600_000),
       reconcileGraceMs: r.int('RECONCILE_GRACE_MS', 30_000, 100, 86_400_000),
       retentionDays: r.int('RETENTION_DAYS', 30, 1, 36_500),
+      consumedShards: Array.isArray(shards) ? shards : [],
     };
   });
 }

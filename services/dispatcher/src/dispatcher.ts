@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker, type Queue } from 'bullmq';
+import { UnrecoverableError, Worker } from 'bullmq';
 import {
   coalesceWrites,
   connectRedis,
@@ -6,9 +6,12 @@ import {
   createStopStack,
   senderSettings,
   openDatabase,
+  checkQueueShards,
   prepareSecretsAtRest,
-  queueFor,
+  queueShardPrefixes,
   serveMetrics,
+  shardedQueueFor,
+  type ShardedQueue,
   type Db,
   type RedisClient,
   type SecretBox,
@@ -29,6 +32,7 @@ import { createInFlightGovernor } from './concurrency/in-flight.governor';
 import { oldestOverdueAge } from './deliveries/delivery.repository';
 import { oldestUnfannedAge } from './outbox/outbox.repository';
 import { createPostgresWatch } from './support/postgres-watch';
+import { createShardShare, type ShardShare } from './support/shard-share';
 
 /**
  * Jobs the delivery worker takes per send slot. Each of its jobs holds its send (a dead endpoint's
@@ -86,7 +90,7 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     watchWorkers(workers, metrics, logger);
     // close() stops taking jobs and waits for those in flight; their batches commit before they end.
     undo.push('workers', async () => {
-      const closing = Promise.all([workers.fanOut.close(), workers.delivery.close()]);
+      const closing = Promise.all([...workers.fanOut, ...workers.delivery].map((w) => w.close()));
       // Jobs waiting for their webhook's turn go back to the queue rather than hold up the stop.
       slots.close();
       await closing;
@@ -98,9 +102,12 @@ export async function startDispatcher(config: DispatcherConfig, options: Dispatc
     // The queues too: BullMQ drops a shared connection's listeners when it closes, so a queue closed
     // while its first checks were still running would raise its late error with no one to hear it.
     // Hence before the metrics port, whose failure (a taken port) stops everything built so far.
-    await Promise.all([queues.eventsQueue, queues.deliveryQueue, workers.fanOut, workers.delivery].map((q) => q.waitUntilReady()));
+    await Promise.all([queues.eventsQueue, queues.deliveryQueue, ...workers.fanOut, ...workers.delivery].map((q) => q.waitUntilReady()));
     const { port: metricsPort } = await serveMetrics(metrics.registry, config.metricsPort, { postgres: pool, redis: stores.commands }, undo, 'DISPATCHER_METRICS_PORT (dispatcher)', config.metricsHost);
-    logger.info({ metricsPort, concurrency: config.concurrency, maxInFlight: config.maxInFlight, prefix: config.redisPrefix }, 'dispatcher started');
+    logger.info(
+      { metricsPort, concurrency: config.concurrency, maxInFlight: config.maxInFlight, prefix: config.redisPrefix, queueShards: config.queueShards, consumedShards: config.consumedShards },
+      'dispatcher started',
+    );
     return { metricsPort, metrics, reconciler, retention, stop };
   } catch (err) {
     await stop();
@@ -125,6 +132,8 @@ async function openStores(config: DispatcherConfig, logger: Logger, undo: StopSt
   // Before anything sends: every stored secret opens, and none is left in plaintext.
   const secrets = createSecretBox(config.secretsKeys);
   await prepareSecretsAtRest(db, secrets, logger);
+  // Before anything is queued or taken: on other shards than the stack's, this process would strand work.
+  await checkQueueShards(db, config.queueShards);
 
   // Queue adds, counts and readiness must not hang while Redis is away; the workers must ride it out.
   const commands = await connectRedis(config, 'commands', undo, 'redis');
@@ -147,15 +156,14 @@ function openSender(config: DispatcherConfig, undo: StopStack): WebhookSender {
 }
 
 interface Queues {
-  eventsQueue: Queue<ShipmentEventJob>;
-  deliveryQueue: Queue<DeliveryJob>;
+  eventsQueue: ShardedQueue<ShipmentEventJob>;
+  deliveryQueue: ShardedQueue<DeliveryJob>;
 }
 
+/** Every shard's queues, the consumed or not: a company's work is queued to its own shard. */
 function openQueues(config: DispatcherConfig, commands: RedisClient, undo: StopStack): Queues {
-  const eventsQueue = queueFor(JOBS.shipmentEvent, { connection: commands, prefix: config.redisPrefix });
-  eventsQueue.on('error', () => undefined);
-  const deliveryQueue = queueFor(JOBS.delivery, { connection: commands, prefix: config.redisPrefix });
-  deliveryQueue.on('error', () => undefined);
+  const eventsQueue = shardedQueueFor(JOBS.shipmentEvent, { connection: commands, layout: config });
+  const deliveryQueue = shardedQueueFor(JOBS.delivery, { connection: commands, layout: config });
   undo.push('queues', () => Promise.all([eventsQueue.close(), deliveryQueue.close()]));
   return { eventsQueue, deliveryQueue };
 }
@@ -176,6 +184,7 @@ function createFairShare(config: DispatcherConfig, logger: Logger): WebhookSlots
 function createMetrics(db: Db, { eventsQueue, deliveryQueue }: Queues, slots: WebhookSlots): DispatcherMetrics {
   return createDispatcherMetrics({
     slots,
+    // The stack's counts, every shard summed, as every replica reports them (docs/operations.md).
     queueCounts: async () => {
       const [events, deliveries] = await Promise.all([
         eventsQueue.getJobCounts(...QUEUE_STATES),
@@ -188,14 +197,20 @@ function createMetrics(db: Db, { eventsQueue, deliveryQueue }: Queues, slots: We
 }
 
 interface Workers {
-  fanOut: Worker<unknown, number>;
-  delivery: Worker<unknown>;
-  /** Jobs each worker is running now: the governor reads how full they are. */
+  /** One per consumed shard. */
+  fanOut: Array<Worker<unknown, number>>;
+  /** One per consumed shard. */
+  delivery: Array<Worker<unknown>>;
+  /** Jobs each kind of worker is running now, every shard's: the governor reads how full they are. */
   running: { events: number; deliveries: number };
+  /** Sets the process's limit: each kind's shards share it (`createShardShare`). */
+  resize(limit: number): void;
 }
 
 /**
- * The two workers, consuming at once. Workers take `unknown` payloads: each processor checks its job
+ * The two workers of each consumed shard (DISPATCHER_SHARDS), consuming at once; each kind's shards
+ * share the process's limit (`createShardShare`), so that with one shard or many the process runs
+ * about as many jobs of each kind. Workers take `unknown` payloads: each processor checks its job
  * against the catalog first. An event's job makes its deliveries' first attempts, so it takes as
  * many events at once as there are send slots; the events taken together are fanned out in one
  * statement. The deliveries queue holds retries and deferrals only; both workers share the slots
@@ -216,26 +231,62 @@ function startWorkers(
     stalledInterval: config.lockDurationMs,
     maxStalledCount: 2,
   };
-  const running = { events: 0, deliveries: 0 };
-  const counted = async <T>(worker: keyof typeof running, run: () => Promise<T>): Promise<T> => {
-    running[worker]++;
+  const prefixes = queueShardPrefixes(config);
+  const consumed = config.consumedShards.map((k) => prefixes[k]!);
+  const fanOut: Array<Worker<unknown, number>> = [];
+  const delivery: Array<Worker<unknown>> = [];
+  const shares: Record<'events' | 'deliveries', ShardShare> = {
+    events: createShardShare(consumed.length, config.concurrency, (i, n) => setConcurrency(fanOut[i], n)),
+    deliveries: createShardShare(consumed.length, config.concurrency * DELIVERY_JOBS_PER_SLOT, (i, n) => setConcurrency(delivery[i], n)),
+  };
+  const running = {
+    get events() {
+      return shares.events.running();
+    },
+    get deliveries() {
+      return shares.deliveries.running();
+    },
+  };
+  const counted = async <T>(kind: keyof typeof shares, index: number, run: () => Promise<T>): Promise<T> => {
+    shares[kind].change(index, 1);
     try {
       return await run();
     } finally {
-      running[worker]--;
+      shares[kind].change(index, -1);
     }
   };
-  const fanOut = new Worker<unknown, number>(JOBS.shipmentEvent.queue, (job) => counted('events', () => processors.fanOut.process(job)), {
-    ...workerOptions,
-    connection: stores.eventWorkerRedis,
-    concurrency: config.concurrency,
+  consumed.forEach((prefix, i) => {
+    fanOut.push(
+      new Worker<unknown, number>(JOBS.shipmentEvent.queue, (job) => counted('events', i, () => processors.fanOut.process(job)), {
+        ...workerOptions,
+        prefix,
+        connection: stores.eventWorkerRedis,
+        concurrency: shares.events.concurrency(i),
+      }),
+    );
+    delivery.push(
+      new Worker<unknown>(JOBS.delivery.queue, (job, token) => counted('deliveries', i, () => processors.deliveries.deliverJob(job, token)), {
+        ...workerOptions,
+        prefix,
+        connection: stores.deliveryWorkerRedis,
+        concurrency: shares.deliveries.concurrency(i),
+      }),
+    );
   });
-  const delivery = new Worker<unknown>(JOBS.delivery.queue, (job, token) => counted('deliveries', () => processors.deliveries.deliverJob(job, token)), {
-    ...workerOptions,
-    connection: stores.deliveryWorkerRedis,
-    concurrency: config.concurrency * DELIVERY_JOBS_PER_SLOT,
-  });
-  return { fanOut, delivery, running };
+  return {
+    fanOut,
+    delivery,
+    running,
+    resize(limit) {
+      shares.events.resize(limit);
+      shares.deliveries.resize(limit * DELIVERY_JOBS_PER_SLOT);
+    },
+  };
+}
+
+/** A worker's concurrency, once it exists (the shares are computed before the workers are made). */
+function setConcurrency(worker: Worker | undefined, concurrency: number): void {
+  if (worker) worker.concurrency = concurrency;
 }
 
 /**
@@ -251,8 +302,7 @@ function startGovernor(config: DispatcherConfig, logger: Logger, slots: WebhookS
     refusals: () => slots.refusals(),
     apply: (limit) => {
       slots.resize(limit);
-      workers.fanOut.concurrency = limit;
-      workers.delivery.concurrency = limit * DELIVERY_JOBS_PER_SLOT;
+      workers.resize(limit);
     },
     onChange: (limit, previous, reading) =>
       logger.debug({ limit, previous, used: Number(reading.used.toFixed(2)), refused: reading.refused, busy: Number(reading.busy.toFixed(2)) }, 'in-flight limit changed'),
@@ -268,16 +318,14 @@ function startGovernor(config: DispatcherConfig, logger: Logger, slots: WebhookS
  * reconciler queues its work again from Postgres.
  */
 function watchWorkers(workers: Workers, metrics: DispatcherMetrics, logger: Logger): void {
-  for (const [name, worker] of [
-    ['fan-out', workers.fanOut],
-    ['delivery', workers.delivery],
-  ] as const) {
-    worker.on('error', (err) => logger.warn({ worker: name, err: err.message }, 'worker error'));
+  const all = [
+    ...workers.fanOut.map((worker) => ['fan-out', JOBS.shipmentEvent.queue, worker] as const),
+    ...workers.delivery.map((worker) => ['delivery', JOBS.delivery.queue, worker] as const),
+  ];
+  for (const [name, , worker] of all) {
+    worker.on('error', (err) => logger.warn({ worker: name, prefix: worker.opts.prefix, err: err.message }, 'worker error'));
   }
-  for (const [queue, worker] of [
-    [JOBS.shipmentEvent.queue, workers.fanOut],
-    [JOBS.delivery.queue, workers.delivery],
-  ] as const) {
+  for (const [, queue, worker] of all) {
     worker.on('failed', (job, err) => {
       const ids = { queue, jobId: job?.id, attemptsMade: job?.attemptsMade, err: err.message };
       if (isUnrecoverable(err)) {

@@ -8,9 +8,10 @@ import {
   senderSettings,
   listen,
   openDatabase,
+  checkQueueShards,
   prepareSecretsAtRest,
-  queueFor,
   serveMetrics,
+  shardedQueueFor,
   type RedisClient,
 } from '@svc/platform';
 import { createLogger, type Logger } from '@svc/observability';
@@ -80,6 +81,12 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       if (!isUnavailableError(err)) throw err;
       logger.warn({ err: { message: (err as Error).message } }, 'Postgres is unreachable: the webhook secrets pass waits for the secrets upkeep');
     });
+    // Before anything is queued: on other shards than the stack's, its events would reach no
+    // dispatcher. With Postgres away nothing can be committed, hence queued, until it is back.
+    await checkQueueShards(db, config.queueShards).catch((err: unknown) => {
+      if (!isUnavailableError(err)) throw err;
+      logger.warn({ err: { message: (err as Error).message } }, 'Postgres is unreachable: QUEUE_SHARDS is not checked against the stack\'s');
+    });
 
     const redis = await connectRedis(config, 'commands', undo, 'redis'); // the request path: a 503, not a wait
     const subscriber = await connectRedis(config, 'subscriber', undo, 'redis subscriber');
@@ -88,18 +95,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const queueConnection = (): RedisClient | RedisOptions =>
       redis.isCluster ? redis : ({ url: config.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 1 } as RedisOptions);
 
-    const eventsQueue = queueFor(JOBS.shipmentEvent, {
-      connection: queueConnection(),
-      prefix: config.redisPrefix,
-    });
-    eventsQueue.on('error', () => undefined);
+    // Every shard's queue: each event goes to its company's shard (the queues route it).
+    const eventsQueue = shardedQueueFor(JOBS.shipmentEvent, { connection: queueConnection(), layout: config });
     undo.push('events queue', () => eventsQueue.close());
     // Resends are deliveries: their first attempts go straight to the dispatchers' queue.
-    const deliveryQueue = queueFor(JOBS.delivery, {
-      connection: queueConnection(),
-      prefix: config.redisPrefix,
-    });
-    deliveryQueue.on('error', () => undefined);
+    const deliveryQueue = shardedQueueFor(JOBS.delivery, { connection: queueConnection(), layout: config });
     undo.push('delivery queue', () => deliveryQueue.close());
     // A queue checks its Redis (INFO) after construction. Closing it before that check ends leaves
     // the check to fail later on the quit client, where BullMQ reports it as an 'error' nobody

@@ -245,6 +245,13 @@ export interface ActividadTable {
   created_at: Timestamp;
 }
 
+/** A setting of the whole stack that every process must share (`ajustes_pila`): `QUEUE_SHARDS`. */
+export interface AjustesPilaTable {
+  clave: string;
+  valor: number;
+  cambiado_en: Timestamp;
+}
+
 export interface Database {
   empresas: EmpresasTable;
   sucursales: SucursalesTable;
@@ -260,6 +267,7 @@ export interface Database {
   portal_enlaces: PortalEnlacesTable;
   portal_sesiones: PortalSesionesTable;
   actividad: ActividadTable;
+  ajustes_pila: AjustesPilaTable;
 }
 
 export type Empresa = Selectable<EmpresasTable>;

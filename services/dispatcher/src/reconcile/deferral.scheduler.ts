@@ -1,8 +1,7 @@
-import type { Queue } from 'bullmq';
-import { claimDeferred, createPeriodicTask, type Db } from '@svc/platform';
+import { claimDeferred, createPeriodicTask, type Db, type ShardedQueue } from '@svc/platform';
 import type { Logger } from '@svc/observability';
 import type { DeliveryJob, EventName } from '@svc/contracts';
-import { queueClaimedDeliveries, reportOrphaned } from './reconciler';
+import { queueClaimedDeliveries, reportOrphaned, type Requeueing } from './reconciler';
 
 export interface DeferralScheduler {
   start(): void;
@@ -13,7 +12,8 @@ export interface DeferralScheduler {
 
 export interface DeferralSchedulerOptions {
   db: Db;
-  deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk' | 'getJobState' | 'remove' | 'getJobCounts'>;
+  /** Every shard's: the bound counts them all, and each delivery is queued on its company's shard. */
+  deliveryQueue: Requeueing<DeliveryJob> & Pick<ShardedQueue<DeliveryJob>, 'getJobCounts'>;
   logger: Logger;
   /** Counts a delivery ended as failed because its event row is gone (svc_webhook_deliveries_total). */
   failed?: (event: EventName) => void;

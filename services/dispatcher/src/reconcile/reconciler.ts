@@ -1,5 +1,4 @@
-import type { Queue } from 'bullmq';
-import { abandonDelivery, claimOverdue, createPeriodicTask, type Db, type OverdueDelivery } from '@svc/platform';
+import { abandonDelivery, claimOverdue, createPeriodicTask, type Db, type OverdueDelivery, type ShardedQueue } from '@svc/platform';
 import type { Logger } from '@svc/observability';
 import { bulkJobs, deliveryJobOf, JOBS, type DeliveryJob, type EventName, type JobContract, type ShipmentEventJob } from '@svc/contracts';
 import { findEvents, lockUnfanned } from '../outbox/outbox.repository';
@@ -16,8 +15,9 @@ export interface Reconciler {
 
 export interface ReconcilerOptions {
   db: Db;
-  eventsQueue: Pick<Queue<ShipmentEventJob>, 'addBulk' | 'getJobState' | 'remove'>;
-  deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk' | 'getJobState' | 'remove'>;
+  /** Every shard's: a company's lost work is queued again on its own shard. */
+  eventsQueue: Requeueing<ShipmentEventJob>;
+  deliveryQueue: Requeueing<DeliveryJob>;
   logger: Logger;
   /** Counts what was queued again, by kind (event, delivery). */
   requeued: (kind: 'event' | 'delivery', n: number) => void;
@@ -51,9 +51,12 @@ export interface Pass {
   orphaned?: Array<{ deliveryId: string; event: EventName }>;
 }
 
+/** What queuing lost work again needs of a sharded queue: its job's shard, to ask and remove there. */
+export type Requeueing<P> = Pick<ShardedQueue<P>, 'addBulk' | 'queueOf'>;
+
 export interface DeliveryRequeueDeps {
   db: Db;
-  deliveryQueue: Pick<Queue<DeliveryJob>, 'addBulk' | 'getJobState' | 'remove'>;
+  deliveryQueue: Requeueing<DeliveryJob>;
 }
 
 /**
@@ -75,9 +78,9 @@ export async function queueClaimedDeliveries(deps: DeliveryRequeueDeps, overdue:
     const common = { deliveryId: o.deliveryId, attempt: o.attempt, webhookId: o.webhookId, eventId: o.eventId };
     if (o.event === 'PING') {
       // The resend of a PING: no event row; its data is empty and its mode the webhook's.
-      const mode = pinged.get(o.webhookId);
-      if (!mode) continue;
-      jobs.push({ ...common, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode });
+      const webhook = pinged.get(o.webhookId);
+      if (!webhook) continue;
+      jobs.push({ ...common, empresaId: webhook.empresaId, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode: webhook.mode });
       continue;
     }
     const event = events.get(o.eventId);
@@ -107,17 +110,13 @@ export function reportOrphaned(logger: Logger, pass: Pass, failed?: (event: Even
  * says the work is still owed) is removed first, since BullMQ ignores an add under an id it still
  * holds. A job still waiting, delayed or running is left alone. Returns how many were added.
  */
-async function requeue<P>(
-  queue: Pick<Queue<P>, 'addBulk' | 'getJobState' | 'remove'>,
-  contract: JobContract<P>,
-  payloads: readonly P[],
-): Promise<number> {
+async function requeue<P>(queue: Requeueing<P>, contract: JobContract<P>, payloads: readonly P[]): Promise<number> {
   const entries = bulkJobs(contract, payloads);
-  const states = await Promise.all(entries.map((e) => queue.getJobState(e.opts.jobId)));
+  const states = await Promise.all(entries.map((e) => queue.queueOf(e.data).getJobState(e.opts.jobId)));
   const lost: Entry<P>[] = [];
   for (const [i, entry] of entries.entries()) {
     const state = states[i];
-    if (state === 'completed' || state === 'failed') await queue.remove(entry.opts.jobId);
+    if (state === 'completed' || state === 'failed') await queue.queueOf(entry.data).remove(entry.opts.jobId);
     if (state === 'completed' || state === 'failed' || state === 'unknown') lost.push(entry);
   }
   if (lost.length > 0) await queue.addBulk(lost as Parameters<typeof queue.addBulk>[0]);

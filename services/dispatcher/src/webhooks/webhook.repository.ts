@@ -103,13 +103,13 @@ export async function findWebhookTargets(db: Db, secrets: SecretBox, ids: readon
   return new Map(rows.map((r) => [r.id, openTarget(r, secrets)]));
 }
 
-/** The modes of a batch of webhooks (a PING's resend is sent in its webhook's); unknown ids are absent. */
-export async function findWebhookModes(db: Db, ids: readonly string[]): Promise<Map<string, Modo>> {
+/** The modes and companies of a batch of webhooks (a PING's resend is sent in its webhook's mode, on its company's shard); unknown ids are absent. */
+export async function findWebhookModes(db: Db, ids: readonly string[]): Promise<Map<string, { mode: Modo; empresaId: string }>> {
   if (ids.length === 0) return new Map();
   const rows = await db
     .selectFrom('webhooks')
-    .select(['id', 'modo'])
+    .select(['id', 'modo', 'empresa_id'])
     .where('id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
     .execute();
-  return new Map(rows.map((r) => [r.id, r.modo]));
+  return new Map(rows.map((r) => [r.id, { mode: r.modo, empresaId: r.empresa_id }]));
 }
