@@ -19,8 +19,8 @@ import { chaosScenario } from './harness';
 const NODE_TIMEOUT_MS = 2000;
 /** Ports 7210-7215 and their cluster bus ports 17210-17215: this scenario's own range. */
 const PORTS = [7210, 7211, 7212, 7213, 7214, 7215];
-/** The stack's QUEUE_SHARDS (CHAOS_QUEUE_SHARDS, default 1): one company's work is on one shard. */
-const QUEUE_SHARDS = Number(process.env.CHAOS_QUEUE_SHARDS ?? 1);
+/** The stack's QUEUE_SHARDS (CHAOS_QUEUE_SHARDS, default 6): the stream's one company's work is on one shard. */
+const QUEUE_SHARDS = Number(process.env.CHAOS_QUEUE_SHARDS ?? 6);
 /** A failover that has not happened by then is not going to. */
 const PROMOTION_TIMEOUT_MS = 30_000;
 

@@ -18,7 +18,8 @@ import { owedDeliveries, stuckWork, type OwedDelivery, type StuckWork } from './
 
 /**
  * The chaos suite's harness (issue 10). Each scenario gets a stack of its own: a cloned database, a
- * private `redis-server` on a side port, optionally TCP proxies it can cut in front of Postgres or
+ * private `redis-server` on a side port (or, with `redisCluster`, a Redis Cluster of its own whose
+ * nodes the scenario can kill: issue 38), optionally TCP proxies it can cut in front of Postgres or
  * Redis, one gateway and two dispatchers as real child processes (restartable), and an HTTPS
  * receiver behind two webhooks of one company subscribed to every event.
  *
