@@ -21,6 +21,7 @@ import { freshDatabase, prepareBuild, serviceArgs, stopChild, type ServiceBuild 
 import { ask, child, deliveredCount, now, spawned, waitDelivered } from '../support/dispatcher-bench';
 import { company, waitFor, waitForQuiet } from '../support/gateway-bench';
 import { redisCommandStats, type RedisCommandStats } from '../support/redis-stats';
+import { shardOf } from '@svc/contracts';
 
 const ROOT = join(__dirname, '..', '..');
 const num = (name: string, fallback: number): number => (process.env[name] ? Number(process.env[name]) : fallback);
@@ -31,8 +32,12 @@ const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0
 const DB_NAME = process.env.BENCH_DB_NAME ?? 'svc_bench_scale';
 const SHARDS = list('BENCH_SCALE_SHARDS', '1,6');
 const DISPATCHERS = list('BENCH_SCALE_DISPATCHERS', '1,2,3');
-/** Enough companies that a stable hash of their ids reaches every one of 6 shards. */
-const COMPANIES = num('BENCH_SCALE_COMPANIES', 24);
+/**
+ * Companies go to shards by a hash of their ids: with a few dozen, one master's two shards can get
+ * far more than a third of them; 120 (20 a shard) keeps each master near its third, as a real
+ * stack's many companies do.
+ */
+const COMPANIES = num('BENCH_SCALE_COMPANIES', 120);
 const SHIPMENTS = Math.max(200, Math.round(num('BENCH_SCALE_SHIPMENTS', 6000) * SCALE));
 const WARMUP_SHIPMENTS = Math.max(100, Math.round(num('BENCH_SCALE_WARMUP', 600) * SCALE));
 const BATCH = num('BENCH_SCALE_BATCH', 20);
@@ -58,6 +63,8 @@ interface RunResult {
   seconds: number;
   /** Commands each master ran during the load, in the cluster's master order. */
   perMaster: number[];
+  /** How many of the companies each shard has. */
+  companiesPerShard: number[];
 }
 
 const total = (r: RunResult): number => r.perMaster.reduce((a, b) => a + b, 0);
@@ -118,8 +125,9 @@ async function oneRun(build: ServiceBuild, cluster: RedisCluster, masters: Redis
 
     const base = `http://127.0.0.1:${GATEWAY_PORT}`;
     const tokens: string[] = [];
+    const companiesPerShard = new Array<number>(shards).fill(0);
     for (let c = 0; c < COMPANIES; c++) {
-      const { live } = await company(base, ADMIN, { planActivo: true, creditos: 1_000_000, limiteDiario: 1_000_000 });
+      const { id, live } = await company(base, ADMIN, { planActivo: true, creditos: 1_000_000, limiteDiario: 1_000_000 });
       const res = await fetch(`${base}/api/v1/webhooks`, {
         method: 'POST',
         headers: { authorization: `Bearer ${live}`, 'content-type': 'application/json' },
@@ -127,6 +135,7 @@ async function oneRun(build: ServiceBuild, cluster: RedisCluster, masters: Redis
       });
       if (res.status !== 201) throw new Error(`webhook: ${res.status} ${await res.text()}`);
       tokens.push(live);
+      companiesPerShard[shardOf(id, shards)]! += 1;
     }
 
     const body = JSON.stringify({
@@ -173,6 +182,7 @@ async function oneRun(build: ServiceBuild, cluster: RedisCluster, masters: Redis
       deliveries: requested(SHIPMENTS),
       seconds: (finished - started) / 1000,
       perMaster: masters.map((_, i) => commandsOf(after[i]!) - commandsOf(before[i]!)),
+      companiesPerShard,
     };
   } finally {
     await Promise.all(children.map((c) => stopChild(c)));
@@ -199,7 +209,7 @@ async function main(): Promise<void> {
         results.push(r);
         console.log(
           `  QUEUE_SHARDS=${shards}, ${dispatchers} dispatcher(s): ${rate(r).toFixed(0)} deliveries/s, ` +
-            `${perDelivery(r).toFixed(2)} Redis commands/delivery, masters ${r.perMaster.map((n) => pct(n / total(r))).join(' / ')}`,
+            `${perDelivery(r).toFixed(2)} Redis commands/delivery, masters ${r.perMaster.map((n) => pct(n / total(r))).join(' / ')}; companies per shard ${r.companiesPerShard.join(' ')}`,
         );
       }
     }
