@@ -152,7 +152,9 @@ function checkSequences(requests: readonly ReceivedRequest[], killedAt: number):
 
 chaosScenario(
   `a Redis Cluster master SIGKILLed and its replica promoted (QUEUE_SHARDS=${QUEUE_SHARDS})`,
-  { redisCluster: { masters: 3, replicasPerMaster: 1, nodeTimeoutMs: NODE_TIMEOUT_MS, ports: PORTS }, queueShards: QUEUE_SHARDS },
+  // Attempts that fail during the failover back off (1, 2, 4 ... s): the next of a delivery whose
+  // answer was lost may come 30 s on, past the harness's default quiet wait.
+  { redisCluster: { masters: 3, replicasPerMaster: 1, nodeTimeoutMs: NODE_TIMEOUT_MS, ports: PORTS }, queueShards: QUEUE_SHARDS, quietMs: 70_000 },
   async (h) => {
     await h.untilEvents(300);
     const victim = await busiestMaster(h.cluster);
