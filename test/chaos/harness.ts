@@ -9,6 +9,7 @@ import { startReceiver, TEST_CERT_DIR, type ReceivedRequest, type ResponsePlan }
 import { dropPrefix, uniquePrefix } from '../support/redis-prefix';
 import { serviceProcess, type ServiceProcess } from '../support/service-process';
 import { startSideRedis, type SideRedis } from '../support/side-redis';
+import { startRedisCluster, type RedisCluster, type RedisClusterOptions } from '../support/redis-cluster';
 import { tcpPortsOf } from '../support/process-sockets';
 import { hostPort, startTcpProxy, throughProxy, type TcpProxy } from '../support/tcp-proxy';
 import { createTeardown, type Teardown } from '../support/teardown';
@@ -17,7 +18,8 @@ import { owedDeliveries, stuckWork, type OwedDelivery, type StuckWork } from './
 
 /**
  * The chaos suite's harness (issue 10). Each scenario gets a stack of its own: a cloned database, a
- * private `redis-server` on a side port, optionally TCP proxies it can cut in front of Postgres or
+ * private `redis-server` on a side port (or, with `redisCluster`, a Redis Cluster of its own whose
+ * nodes the scenario can kill: issue 38), optionally TCP proxies it can cut in front of Postgres or
  * Redis, one gateway and two dispatchers as real child processes (restartable), and an HTTPS
  * receiver behind two webhooks of one company subscribed to every event.
  *
@@ -67,6 +69,13 @@ export interface ChaosOptions {
   settleTimeoutMs?: number;
   /** ...or once nothing at all has arrived for this long. Default 30000 ms. */
   quietMs?: number;
+  /**
+   * The stack runs on a Redis Cluster of its own (`h.cluster`) with these masters and options,
+   * instead of a side Redis (or the cluster suite's cluster), so the scenario can break one node.
+   */
+  redisCluster?: RedisClusterOptions & { masters: number };
+  /** QUEUE_SHARDS for every process of the stack. Unset: the services' default. */
+  queueShards?: number;
 }
 
 /** What a scenario's fault function gets. */
@@ -77,6 +86,8 @@ export interface Chaos {
   readonly postgresProxy: TcpProxy;
   /** Throws unless `redisProxy` was set. */
   readonly redisProxy: TcpProxy;
+  /** Throws unless `redisCluster` was set. */
+  readonly cluster: RedisCluster;
   gateway: ServiceProcess;
   dispatchers: ServiceProcess[];
   /** Resolves once the stream has had this many events accepted (shipments 201 + transitions 200). */
@@ -112,6 +123,15 @@ export interface Chaos {
   withRedis<T>(fn: (redis: Redis, keyPrefix: string) => Promise<T>): Promise<T>;
   /** Counts from now on the dispatchers' output lines (every run of each) that contain `text`; returns the count so far. */
   countDispatcherLines(text: string): () => number;
+  /** Every request the receiver has had so far, in order of arrival (refused ones included). */
+  received(): readonly ReceivedRequest[];
+  /** Whether the receiver answered this request 503 (the first attempt of one delivery in ten). */
+  wasRefused(request: ReceivedRequest): boolean;
+  /**
+   * A check of the scenario's own, run at the end (after the settle): each problem it returns
+   * fails the scenario with the harness's own.
+   */
+  check(what: string, problems: () => string[] | Promise<string[]>): void;
 }
 
 export interface ChaosReport {
@@ -418,8 +438,16 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
   const prefix = uniquePrefix('chaos');
   let sideRedis: SideRedis | undefined;
   let redisProxy: TcpProxy | undefined;
+  let redisCluster: RedisCluster | undefined;
   let redisEnv: Record<string, string>;
-  if (TEST_REDIS_CLUSTER_NODES) {
+  if (options.redisCluster) {
+    if (options.redisProxy || options.redisAppendonly) throw new Error(`${scenario}: a proxy or an append-only file is for a side Redis, not a cluster of its own`);
+    const { masters, ...clusterOptions } = options.redisCluster;
+    const started = await startRedisCluster(masters, 30_000, clusterOptions);
+    teardown.push(() => started.stop());
+    redisCluster = started;
+    redisEnv = { REDIS_CLUSTER_NODES: started.nodes };
+  } else if (TEST_REDIS_CLUSTER_NODES) {
     if (options.redisProxy || options.redisAppendonly) throw new Error(`${scenario}: breaks a side Redis, which a cluster run does not have`);
     teardown.push(() => dropPrefix(prefix));
     redisEnv = { REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES, ...(TEST_QUEUE_SHARDS ? { QUEUE_SHARDS: TEST_QUEUE_SHARDS } : {}) };
@@ -441,6 +469,7 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
 
   const common: Record<string, string> = {
     ...redisEnv,
+    ...(options.queueShards === undefined ? {} : { QUEUE_SHARDS: String(options.queueShards) }),
     REDIS_PREFIX: prefix,
     LOG_LEVEL: 'info',
     DISPATCH_HOST_MAP: 'receiver.test=127.0.0.1',
@@ -536,6 +565,7 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
     }
   };
   const effects: Array<{ what: string; measure: () => number | Promise<number> }> = [];
+  const checks: Array<{ what: string; problems: () => string[] | Promise<string[]> }> = [];
   const h: Chaos = {
     get redis() {
       if (!sideRedis) throw new Error('no side Redis: this run is on a Redis Cluster');
@@ -548,6 +578,10 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
     get redisProxy() {
       if (!redisProxy) throw new Error('no Redis proxy: set redisProxy');
       return redisProxy;
+    },
+    get cluster() {
+      if (!redisCluster) throw new Error('no Redis Cluster of its own: set redisCluster');
+      return redisCluster;
     },
     gateway,
     dispatchers,
@@ -578,6 +612,9 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
       if (!watchedLines.has(text)) watchedLines.set(text, 0);
       return () => watchedLines.get(text)!;
     },
+    received: () => receiver.requests,
+    wasRefused: (request) => receipts.wasRefused(request),
+    check: (what, problems) => void checks.push({ what, problems }),
   };
 
   /**
@@ -698,6 +735,7 @@ async function runChaos(scenario: string, options: ChaosOptions, fault: (h: Chao
   const stored = Number((await pool.query<{ n: string }>('select count(*) n from guias where numero_guia = any($1::text[])', [numeros])).rows[0]!.n);
   if (stored !== numeros.length) problems.push(`${numeros.length - stored} of ${numeros.length} shipments answered 201 are not in guias`);
   for (const e of measured) if (!(e.value > 0)) problems.push(`the fault had no effect: ${e.what} = ${e.value}`);
+  for (const c of checks) problems.push(...(await c.problems()).map((p) => `${c.what}: ${p}`));
   problems.push(...connectionsUnderLoad, ...(await connectionProblems(false)));
   if (problems.length) {
     const states = (await pool.query<{ estado: string; n: string }>('select estado, count(*) n from entregas group by estado order by 1')).rows;
