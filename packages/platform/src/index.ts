@@ -6,6 +6,7 @@ export * from './db/database';
 export * from './db/ensure-database';
 export * from './db/migrate';
 export * from './db/open-database';
+export * from './db/partitions';
 export * from './db/removal-cursor';
 export * from './db/sealed-secrets';
 export * from './db/secrets-at-rest';

@@ -13,6 +13,7 @@ import * as activity from './20261127120000_activity';
 import * as sealedSecrets from './20261128100000_sealed_secrets';
 import * as deliveryLogIndexes from './20261128120000_delivery_log_indexes';
 import * as deferredDeliveries from './20261129090000_deferred_deliveries';
+import * as partitions from './20261202090000_partitions';
 
 /** Every migration by its timestamped name; a static list so bundlers and test runners see them. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '20261128100000_sealed_secrets': sealedSecrets,
   '20261128120000_delivery_log_indexes': deliveryLogIndexes,
   '20261129090000_deferred_deliveries': deferredDeliveries,
+  '20261202090000_partitions': partitions,
 };
