@@ -201,3 +201,27 @@ export function createPartitionUpkeep<R>(options: {
   const task = createPeriodicTask({ name, logger, intervalMs: options.intervalMs ?? PARTITION_UPKEEP_INTERVAL_MS, firstDelayMs: options.firstDelayMs, run: runOnce });
   return { start: task.start, runOnce, stop: task.stop };
 }
+
+/**
+ * Retention of a table with no owed rows (`actividad`, `idempotencia`): drops, oldest first, each
+ * day partition whose whole day ended before `cutoff`, each in a short transaction that gives up
+ * after PARTITION_LOCK_TIMEOUT_MS (the next pass tries again). Returns the rows the dropped
+ * partitions held, counted before each drop.
+ */
+export async function dropDaysEndedBefore(db: AnyDb, table: PartitionedTable, cutoff: Date): Promise<number> {
+  let removed = 0;
+  for (const { name } of await partitionsEndedBefore(db, table, cutoff)) {
+    const rows = await countPartition(db, name);
+    try {
+      await db.transaction().execute(async (trx) => {
+        await lockPartitions(trx, [name]);
+        await dropPartitions(trx, [name]);
+      });
+    } catch (err) {
+      if (isLockTimeout(err)) break;
+      throw err;
+    }
+    removed += rows;
+  }
+  return removed;
+}
