@@ -279,7 +279,7 @@ export async function retireDeliveryDay(db: Db, day: Date): Promise<RetiredDay> 
       if (has('entregas') && (await dayHasPending(trx, day))) return { dropped: false, reason: 'owed' };
       if (has('outbox')) {
         if (await outboxDayOwed(trx, tableOfDay('outbox', day))) return { dropped: false, reason: 'owed' };
-        await keepEventsResendsName(trx, day);
+        rows.outbox -= await keepEventsResendsName(trx, day);
       }
       if (has('entregas')) await forgetOriginals(trx, day);
       await dropPartitions(trx, tables.filter(has).map((t) => partitionName(t, day)));
