@@ -178,7 +178,7 @@ describe('retention (RETENTION_DAYS): whole days past it are dropped; owed work 
   it('a day without its partitions: shipments and deliveries land in the DEFAULT partitions, and the upkeep moves them into the day it makes', async () => {
     // Today's partitions gone (as if the upkeep had not run for a week, or the clock jumped ahead).
     const today = (await fx.pool.query<{ d: string }>(`select to_char(now() at time zone 'UTC', 'YYYYMMDD') d`)).rows[0]!.d;
-    await fx.pool.query(`drop table outbox_p${today}, entregas_p${today}, entrega_intentos_p${today}`);
+    await fx.pool.query(`drop table if exists outbox_p${today}, entregas_p${today}, entrega_intentos_p${today}`);
     await ship(1, 5);
     await eventually(async () => (await ended()) === 5, 15_000, 'deliveries recorded');
     await fx.receiver.waitFor(5, 10_000);

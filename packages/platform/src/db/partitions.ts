@@ -89,9 +89,12 @@ export async function createDayPartition(trx: AnyDb, table: PartitionedTable, da
   // Defaults and checks only: the parent's indexes are made on the partition as it is attached.
   await sql`create table ${sql.table(name)} (like ${sql.table(table)} including defaults including constraints)`.execute(trx);
   const fallback = sql.table(defaultPartitionName(table));
+  // The move deletes from the DEFAULT partition: actividad's append-only trigger lets that one through.
+  await sql`select set_config('svc.partition_move', 'on', true)`.execute(trx);
   await sql`
     with moved as (delete from ${fallback} where ${key} >= ${from}::timestamptz and ${key} < ${to}::timestamptz returning *)
     insert into ${sql.table(name)} select * from moved`.execute(trx);
+  await sql`select set_config('svc.partition_move', 'off', true)`.execute(trx);
   await sql`alter table ${sql.table(table)} attach partition ${sql.table(name)} for values from (${sql.lit(from)}) to (${sql.lit(to)})`.execute(trx);
   return true;
 }
@@ -147,13 +150,36 @@ export async function countPartition(db: AnyDb, name: string): Promise<number> {
 }
 
 /**
- * In the caller's transaction, bounds its lock waits and takes `names` (partitions) for itself, so
- * that what it checks in them holds until it drops them: nothing else reads or writes them
- * meanwhile. Throws (lock_not_available) past PARTITION_LOCK_TIMEOUT_MS.
+ * In the caller's transaction, bounds its lock waits and takes `tables` (parents first, then their
+ * partitions) for itself, in the order given, so that what it checks in them holds until it drops
+ * partitions: nothing else reads or writes them meanwhile. A drop locks the parent anyway; taking
+ * the parents first, in the order the busiest statements name them (`outbox` before `entregas`, as
+ * the fan-out's record does), keeps it from holding a partition that a running statement waits for
+ * while it waits for that statement. Throws (lock_not_available) past PARTITION_LOCK_TIMEOUT_MS.
  */
-export async function lockPartitions(trx: AnyDb, names: readonly string[]): Promise<void> {
+export async function lockTables(trx: AnyDb, tables: readonly string[]): Promise<void> {
   await sql`select set_config('lock_timeout', ${`${PARTITION_LOCK_TIMEOUT_MS}ms`}, true)`.execute(trx);
-  await sql`lock table ${sql.join(names.map((n) => sql.table(n)))} in access exclusive mode`.execute(trx);
+  await sql`lock table ${sql.join(tables.map((n) => sql.table(n)))} in access exclusive mode`.execute(trx);
+}
+
+/** A retention's tries at a day's locks within one pass, and the pause between two. */
+export const DROP_ATTEMPTS = 5;
+export const DROP_RETRY_PAUSE_MS = 200;
+
+/**
+ * Runs `drop` (a transaction that takes its locks through `lockTables`) up to DROP_ATTEMPTS times
+ * while its locks time out; undefined when every try did.
+ */
+export async function withLockRetries<R>(drop: () => Promise<R>): Promise<R | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await drop();
+    } catch (err) {
+      if (!isLockTimeout(err)) throw err;
+      if (attempt >= DROP_ATTEMPTS) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, DROP_RETRY_PAUSE_MS));
+    }
+  }
 }
 
 export async function dropPartitions(trx: AnyDb, names: readonly string[]): Promise<void> {
@@ -205,22 +231,21 @@ export function createPartitionUpkeep<R>(options: {
 /**
  * Retention of a table with no owed rows (`actividad`, `idempotencia`): drops, oldest first, each
  * day partition whose whole day ended before `cutoff`, each in a short transaction that gives up
- * after PARTITION_LOCK_TIMEOUT_MS (the next pass tries again). Returns the rows the dropped
+ * after PARTITION_LOCK_TIMEOUT_MS, DROP_ATTEMPTS times (then the next pass tries again). Returns the rows the dropped
  * partitions held, counted before each drop.
  */
 export async function dropDaysEndedBefore(db: AnyDb, table: PartitionedTable, cutoff: Date): Promise<number> {
   let removed = 0;
   for (const { name } of await partitionsEndedBefore(db, table, cutoff)) {
     const rows = await countPartition(db, name);
-    try {
-      await db.transaction().execute(async (trx) => {
-        await lockPartitions(trx, [name]);
+    const dropped = await withLockRetries(() =>
+      db.transaction().execute(async (trx) => {
+        await lockTables(trx, [table, name]);
         await dropPartitions(trx, [name]);
-      });
-    } catch (err) {
-      if (isLockTimeout(err)) break;
-      throw err;
-    }
+        return true;
+      }),
+    );
+    if (!dropped) break;
     removed += rows;
   }
   return removed;

@@ -19,13 +19,15 @@ import { createDayPartition, dayOf, PARTITIONS_AHEAD_DAYS, type PartitionedTable
  * - `entrega_intentos` carries its delivery's `particion_en` and is partitioned on it, so a day's
  *   attempts go with that day's deliveries. Its foreign key to `entregas` goes (a foreign key to a
  *   partitioned table makes every drop of a day check the attempts); an attempt is written only by
- *   the statement that writes its delivery, and a trigger removes a deleted delivery's attempts
- *   (a webhook's deletion cascades to its deliveries).
+ *   the statement that writes its delivery, and goes with its delivery's day. (No route deletes a
+ *   webhook; were one deleted by hand, the cascade to its deliveries would leave their attempts,
+ *   read by no one, until their day is dropped. A trigger cannot remove them: a row moved between
+ *   partitions fires the delete triggers too.)
  * - `outbox`, `actividad`, `idempotencia` on `created_at`: primary keys (id, created_at) and
  *   (scope, clave, created_at). A key's uniqueness within its lifetime is the gateway's lock
  *   (idempotency.repository.ts).
  * - The indexes only the batched deletes walked (`*_created_idx`) go; the append-only trigger of
- *   `actividad` no longer lets any delete through.
+ *   `actividad` no longer lets the retention's deletes through (only the upkeep's moves).
  *
  * The rows are copied with the locks of this transaction held: on a large database, run it in a
  * quiet hour (docs/operations.md, Retention).
@@ -99,22 +101,18 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`create index entregas_webhook_sin_exito_idx on entregas (webhook_id, created_at desc, id desc) where not exitoso`.execute(db);
 
   await sql`alter table entrega_intentos add constraint entrega_intentos_pk primary key (entrega_id, numero, particion_en)`.execute(db);
-  await sql`
-    create function entregas_remove_attempts() returns trigger language plpgsql as $$
-    begin
-      delete from entrega_intentos where entrega_id = old.id and particion_en = old.particion_en;
-      return null;
-    end
-    $$`.execute(db);
-  await sql`create trigger entregas_remove_attempts_trg after delete on entregas for each row execute function entregas_remove_attempts()`.execute(db);
-
   await sql`alter table actividad add constraint actividad_pkey primary key (id, created_at)`.execute(db);
   await sql`alter table actividad add constraint actividad_empresa_id_fkey foreign key (empresa_id) references empresas (id)`.execute(db);
   await sql`create index actividad_empresa_idx on actividad (empresa_id, id desc)`.execute(db);
-  // Retention drops whole days now: no delete of an entry is ever right.
+  // Retention drops whole days now: no entry is ever deleted. The one delete let through is the
+  // upkeep's move of entries the DEFAULT partition took into their day's new partition (the same
+  // rows, inserted in the same statement; db/partitions.ts says so in its own transaction).
   await sql`
     create or replace function actividad_append_only() returns trigger language plpgsql as $$
     begin
+      if tg_op = 'DELETE' and tg_table_name = 'actividad_default' and current_setting('svc.partition_move', true) = 'on' then
+        return old;
+      end if;
       raise exception 'actividad is append-only: % refused', tg_op using errcode = 'raise_exception';
     end
     $$`.execute(db);
@@ -127,8 +125,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 /** Plain tables again, as of 20261129090000_deferred_deliveries, every row kept. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function down(db: Kysely<any>): Promise<void> {
-  await sql`drop trigger if exists entregas_remove_attempts_trg on entregas`.execute(db);
-  await sql`drop function if exists entregas_remove_attempts()`.execute(db);
   for (const table of TABLES) {
     const identity = table === 'actividad' ? sql`including identity` : sql``;
     await sql`create table ${sql.table(`${table}_plain`)} (like ${sql.table(table)} including defaults including constraints ${identity})`.execute(db);

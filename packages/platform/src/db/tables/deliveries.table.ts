@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { DeliveryState, EventName } from '@svc/contracts';
 import { prepared, type Db, type Transaction } from '../database';
-import { countPartition, dropPartitions, isLockTimeout, lockPartitions, partitionName } from '../partitions';
+import { countPartition, dropPartitions, lockTables, partitionName, withLockRetries } from '../partitions';
 import { insertDeliveryAttempts, type DeliveryAttempt } from './delivery-attempts.table';
 import { keepEventsResendsName, outboxDayOwed } from './outbox.table';
 
@@ -258,9 +258,9 @@ const tableOfDay = (table: DeliveryDayTable, day: Date) => sql.table(partitionNa
  * Retention of one UTC day of deliveries: drops that day's partitions of `entregas`,
  * `entrega_intentos` and `outbox` at once (an event's own deliveries and their attempts are in its
  * day's partitions), unless the day still holds owed work. In one transaction that first takes the
- * three partitions for itself, so what it checks holds until the drop: nothing can be written to or
- * read from them meanwhile, and it gives up after PARTITION_LOCK_TIMEOUT_MS rather than stall the
- * table. Before the drop, the resends kept in later days keep what they name: the events they send
+ * three tables and the day's partitions for itself (`lockTables`), so what it checks holds until
+ * the drop: nothing can be written to or read from them meanwhile (a few milliseconds), and it gives
+ * up after PARTITION_LOCK_TIMEOUT_MS rather than stall the tables, DROP_ATTEMPTS times. Before the drop, the resends kept in later days keep what they name: the events they send
  * move to the day of their oldest such resend (outbox.table.ts), and a resend of a delivery of the
  * day loses its `reenvio_de`, as a removed original always set it to null.
  */
@@ -273,22 +273,22 @@ export async function retireDeliveryDay(db: Db, day: Date): Promise<RetiredDay> 
   // Counted before the locks: an old day's rows no longer change, and a count holds no one up.
   const rows: Record<DeliveryDayTable, number> = { outbox: 0, entregas: 0, entrega_intentos: 0 };
   for (const t of tables) if (has(t)) rows[t] = await countPartition(db, partitionName(t, day));
-  try {
-    return await db.transaction().execute(async (trx): Promise<RetiredDay> => {
-      await lockPartitions(trx, tables.filter(has).map((t) => partitionName(t, day)));
+  const owned = tables.filter(has).map((t) => partitionName(t, day));
+  const result = await withLockRetries(() =>
+    db.transaction().execute(async (trx): Promise<RetiredDay> => {
+      await lockTables(trx, [...tables, ...owned]);
       if (has('entregas') && (await dayHasPending(trx, day))) return { dropped: false, reason: 'owed' };
+      let moved = 0;
       if (has('outbox')) {
         if (await outboxDayOwed(trx, tableOfDay('outbox', day))) return { dropped: false, reason: 'owed' };
-        rows.outbox -= await keepEventsResendsName(trx, day);
+        moved = await keepEventsResendsName(trx, day);
       }
       if (has('entregas')) await forgetOriginals(trx, day);
-      await dropPartitions(trx, tables.filter(has).map((t) => partitionName(t, day)));
-      return { dropped: true, rows };
-    });
-  } catch (err) {
-    if (isLockTimeout(err)) return { dropped: false, reason: 'locked' };
-    throw err;
-  }
+      await dropPartitions(trx, owned);
+      return { dropped: true, rows: { ...rows, outbox: rows.outbox - moved } };
+    }),
+  );
+  return result ?? { dropped: false, reason: 'locked' };
 }
 
 async function dayHasPending(trx: Transaction, day: Date): Promise<boolean> {
