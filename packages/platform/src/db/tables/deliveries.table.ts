@@ -36,9 +36,9 @@ export interface NewDelivery {
  * Inserts new deliveries with their first attempt in the delivery log, in one statement that also
  * runs `fannedOut` (the fan-out marks its events fanned out there: `markFannedOut`, which returns
  * each event's id and created_at); returns the ids inserted. Each delivery's partition key is its
- * event's creation as `fannedOut` returns it, the same for every run of the event (for an event it
- * does not return, the key of a row already there under the same id, else the statement's time), so
- * a row already there (a duplicate run of the same
+ * event's creation as `fannedOut` returns it, the same for every run of the event (the statement's
+ * time for an event it does not return: a fan-out runs only while its event's row is kept), so a row
+ * already there (a duplicate run of the same
  * event, or a row of an earlier version with a random id) conflicts, is left as it is and its
  * attempt is not logged: the caller counts it a duplicate. A delivery whose webhook was deleted
  * meanwhile is not inserted.
@@ -69,7 +69,7 @@ export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], 
       -- and is marked diferida: it has no job, the deferral scheduler queues it when due.
       insert into entregas (id, webhook_id, evento_id, evento, numero_guia, estado, exitoso, status_code, intentos, ultimo_intento_en, proximo_intento_en, diferida, created_at, particion_en)
       select v.id, v.webhook_id, v.evento_id, v.evento, v.numero_guia, v.estado, v.estado = 'exitosa', v.status_code, v.intentos, v.at, v.next_at, v.intentos = 0, coalesce(v.at, now()),
-        coalesce(f.created_at, (select e.particion_en from entregas e where e.id = v.id limit 1), now())
+        coalesce(f.created_at, now())
       from v
       left join fanned_out f on f.id = v.evento_id
       -- A webhook deleted since the routes were read gets no row (its foreign key would fail the
