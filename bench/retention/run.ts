@@ -28,7 +28,7 @@ import { addEvents, ask, benchWebhooks, child, eventJob, now, sleep, waitDeliver
 const ROOT = join(__dirname, '..', '..');
 const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const DB_NAME = 'svc_bench_retention';
+const DB_NAME = process.env.BENCH_DB_NAME ?? 'svc_bench_retention';
 const PREFIX = `svcbench:ret:${randomBytes(4).toString('hex')}`;
 const OLD_ROWS = Number(process.env.BENCH_OLD_ROWS ?? 1_000_000);
 const WINDOW_S = Number(process.env.BENCH_WINDOW ?? 20);
@@ -89,7 +89,9 @@ async function fill(check: pg.Client, db: Db, empresaId: string, webhookId: stri
   );
   await check.query('vacuum analyze outbox, entregas, entrega_intentos');
   const size = await check.query<{ s: string }>(
-    `select pg_size_pretty(pg_total_relation_size('entregas') + pg_total_relation_size('entrega_intentos') + pg_total_relation_size('outbox')) s`,
+    // A partitioned table holds nothing itself: its partitions do.
+    `select pg_size_pretty(sum(pg_total_relation_size(i.inhrelid))) s from pg_inherits i
+     where i.inhparent in ('entregas'::regclass, 'entrega_intentos'::regclass, 'outbox'::regclass)`,
   );
   console.log(
     `  fill: ${OLD_ROWS} old deliveries + ${OLD_ROWS} attempts + ${OLD_ROWS} events in ${((now() - started) / 1000).toFixed(1)} s ` +
