@@ -76,8 +76,8 @@ export async function listDayPartitions(db: AnyDb, table: PartitionedTable): Pro
  * Makes `day`'s partition of `table` if it has none, moving into it the rows of that day the DEFAULT
  * partition holds (a partition cannot be attached over them). Run it in a transaction (the move
  * and the attach are one step). The partition is made apart and attached, which locks the parent
- * less than `create table ... partition of` (no statement on the table waits for an attach, only for
- * the DEFAULT partition's scan). Returns true when it made one.
+ * less than `create table ... partition of`: a lock no read or write waits for, but for the DEFAULT
+ * partition's, held while it is checked to hold none of the day's rows. Returns true when it made one.
  */
 export async function createDayPartition(trx: AnyDb, table: PartitionedTable, day: Date): Promise<boolean> {
   const name = partitionName(table, day);
@@ -103,7 +103,8 @@ export async function createDayPartition(trx: AnyDb, table: PartitionedTable, da
  * Makes the partitions of each table from today to PARTITIONS_AHEAD_DAYS ahead, and of every day
  * its DEFAULT partition holds rows of (moving them). Safe with any number of processes at once:
  * each table's pass holds an advisory lock, and a partition is made only if it does not exist. A
- * table whose locks are not had within PARTITION_LOCK_TIMEOUT_MS is left to the next pass. Returns the partitions made.
+ * table whose locks (that lock too) are not had within PARTITION_LOCK_TIMEOUT_MS is left to the next
+ * pass. Returns the partitions made.
  */
 export async function ensurePartitions(db: AnyDb, tables: readonly PartitionedTable[], now: Date = new Date()): Promise<string[]> {
   const made: string[] = [];
