@@ -165,11 +165,12 @@ describe('the delivery log\'s plans on a webhook with 100,000 deliveries', () =>
     expect(scans.map((n) => n['Node Type'])).not.toContain('Seq Scan');
     expect(root['Actual Rows']).toBe(PAGE);
     const bitmaps = nodesOf(root).filter((n) => n['Node Type'] === 'Bitmap Index Scan');
-    if (bitmaps.length > 0) {
-      // A filter that matches hardly more than a page (PING, 0.1%) may be read through a bitmap of the
-      // same index and its few rows sorted, as the planner's sampled statistics decide: still the
-      // index, never the table, and no more rows than two pages.
-      expect(new Set(bitmaps.map((n) => ofIndex(n['Index Name'])))).toEqual(new Set([index]));
+    if (bitmaps.length > 0 || nodesOf(root).some((n) => n['Node Type'] === 'Sort')) {
+      // A filter that matches hardly more than a page (PING, 0.1%) may be read whole, along the same
+      // index or through a bitmap of it, and its few rows sorted, as the planner's sampled statistics
+      // decide: still the index, never the table, and no more rows than two pages.
+      const indexes = [...bitmaps, ...scans.filter((n) => n['Node Type'] !== 'Bitmap Heap Scan')].map((n) => ofIndex(n['Index Name']));
+      expect(new Set(indexes)).toEqual(new Set([index]));
       expect(rowsRead(scans)).toBeLessThanOrEqual(2 * PAGE);
       return;
     }
@@ -183,9 +184,11 @@ describe('the delivery log\'s plans on a webhook with 100,000 deliveries', () =>
     // stops once the page is full.
     expect(nodesOf(root).map((n) => n['Node Type'])).not.toContain('Sort');
     if (exact) expect(scans.filter((n) => n['Index Name'] === index).reduce((sum, n) => sum + (n['Rows Removed by Filter'] ?? 0), 0)).toBe(0);
-    // The page, plus at most a row each partition gave the merge to compare, plus, for a filter most
-    // rows pass, the few it skipped.
-    expect(rowsRead(scans)).toBeLessThan((exact ? PAGE : 2 * PAGE) + scans.length);
+    // The page, plus at most a row each partition gave the merge to compare, plus the rows skipped
+    // by a filter most rows pass, or by a day read along the webhook's own index (for GUIA_CREADA,
+    // 30% of the rows, about two skipped per row read).
+    const skipping = !exact || used.size > 1;
+    expect(rowsRead(scans)).toBeLessThan((skipping ? 4 * PAGE : PAGE) + scans.length);
   });
 
   it('estado and evento together: one of their indexes, never a scan of the table', async () => {
