@@ -1,13 +1,14 @@
 // `pnpm bench:retention`: what removing old rows costs the deliveries, in one run, real Postgres and
 // Redis on loopback.
 //  1. fill: BENCH_OLD_ROWS (1,000,000) ended deliveries 31-60 days old, an attempt each, and their
-//     events, written with generate_series (then vacuum analyze, as autovacuum would have);
+//     events, written with generate_series into the partitions of their days (then vacuum analyze,
+//     as autovacuum would have);
 //  2. the real dispatcher (child process, services/dispatcher/src/main.ts) delivers a steady stream
 //     over HTTPS to the keep-alive receiver (child process), its queue kept fed from this process;
 //  3. rate A: deliveries per second over BENCH_WINDOW seconds with no removal;
-//     rate B: the same while the retention (the dispatcher's own code, createRetention with its
-//     default batch of 5000 and pause of 50 ms, on a pool of its own in this process, as a second
-//     dispatcher's pass would be) removes every old row; over the whole removal;
+//     rate B: the same while the retention (the dispatcher's own code, createRetention, on a pool
+//     of its own in this process, as a second dispatcher's pass would be) drops every old day's
+//     partitions; over the whole removal;
 //     rate C: BENCH_WINDOW seconds after it, to bracket the machine's drift.
 // The dispatcher under test runs with RETENTION_DAYS=36500, so its own pass never competes.
 // Method and figures: bench/README.md (retention section).
@@ -17,7 +18,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { createDb, createPool, queueFor } from '@svc/platform';
+import { createDayPartition, createDb, createPool, dayOf, queueFor, type Db } from '@svc/platform';
 import { JOBS, type ShipmentEventJob } from '@svc/contracts';
 import { createLogger } from '@svc/observability';
 import { createRetention, type RemovedRows } from '../../services/dispatcher/src/retention/retention.task';
@@ -27,13 +28,11 @@ import { addEvents, ask, benchWebhooks, child, eventJob, now, sleep, waitDeliver
 const ROOT = join(__dirname, '..', '..');
 const PG_BASE = (process.env.BENCH_DATABASE_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const DB_NAME = 'svc_bench_retention';
+const DB_NAME = process.env.BENCH_DB_NAME ?? 'svc_bench_retention';
 const PREFIX = `svcbench:ret:${randomBytes(4).toString('hex')}`;
 const OLD_ROWS = Number(process.env.BENCH_OLD_ROWS ?? 1_000_000);
 const WINDOW_S = Number(process.env.BENCH_WINDOW ?? 20);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
-const BATCH = Number(process.env.BENCH_RETENTION_BATCH ?? 5000);
-const PAUSE_MS = Number(process.env.BENCH_RETENTION_PAUSE_MS ?? 50);
 const RECEIVER_PORT = Number(process.env.BENCH_RECEIVER_PORT ?? 3953);
 const METRICS_PORT = Number(process.env.BENCH_METRICS_PORT ?? 3954);
 /** The feeder keeps at least this many events waiting, so the dispatcher never runs dry. */
@@ -56,8 +55,15 @@ async function rateWhile(until: Promise<unknown>): Promise<{ rate: number; secon
   return { rate: (n1 - n0) / seconds, seconds, deliveries: n1 - n0 };
 }
 
-async function fill(check: pg.Client, empresaId: string, webhookId: string): Promise<void> {
+async function fill(check: pg.Client, db: Db, empresaId: string, webhookId: string): Promise<void> {
   const started = now();
+  // The partitions of those days, as the upkeep made them then.
+  const today = dayOf(new Date());
+  await db.transaction().execute(async (trx) => {
+    for (let back = 30; back <= 61; back++) {
+      for (const table of ['outbox', 'entregas', 'entrega_intentos'] as const) await createDayPartition(trx, table, new Date(today.getTime() - back * 86_400_000));
+    }
+  });
   // Spread over 29 days, from 31 to 60 days ago; ids derived from g so the three tables agree.
   const age = `now() - interval '31 days' - (g % 2505600) * interval '1 second'`;
   await check.query(
@@ -68,22 +74,24 @@ async function fill(check: pg.Client, empresaId: string, webhookId: string): Pro
     [empresaId, OLD_ROWS],
   );
   await check.query(
-    `insert into entregas (id, webhook_id, evento_id, evento, estado, exitoso, status_code, intentos, ultimo_intento_en, numero_guia, created_at)
+    `insert into entregas (id, webhook_id, evento_id, evento, estado, exitoso, status_code, intentos, ultimo_intento_en, numero_guia, created_at, particion_en)
      select md5('de' || g)::uuid, $1, md5('ev' || g)::uuid, 'GUIA_CREADA', case when g % 50 = 0 then 'fallida' else 'exitosa' end,
-            g % 50 <> 0, case when g % 50 = 0 then 500 else 200 end, 1, ${age}, 'SVCOLD' || lpad(g::text, 8, '0'), ${age}
+            g % 50 <> 0, case when g % 50 = 0 then 500 else 200 end, 1, ${age}, 'SVCOLD' || lpad(g::text, 8, '0'), ${age}, ${age}
      from generate_series(1, $2::int) g`,
     [webhookId, OLD_ROWS],
   );
   await check.query(
-    `insert into entrega_intentos (entrega_id, numero, fecha, status_code, duracion_ms, error, respuesta)
+    `insert into entrega_intentos (entrega_id, numero, fecha, status_code, duracion_ms, error, respuesta, particion_en)
      select md5('de' || g)::uuid, 1, ${age}, case when g % 50 = 0 then 500 else 200 end, 12,
-            case when g % 50 = 0 then 'HTTP_STATUS' end, '{"ok":true}'
+            case when g % 50 = 0 then 'HTTP_STATUS' end, '{"ok":true}', ${age}
      from generate_series(1, $1::int) g`,
     [OLD_ROWS],
   );
   await check.query('vacuum analyze outbox, entregas, entrega_intentos');
   const size = await check.query<{ s: string }>(
-    `select pg_size_pretty(pg_total_relation_size('entregas') + pg_total_relation_size('entrega_intentos') + pg_total_relation_size('outbox')) s`,
+    // A partitioned table holds nothing itself: its partitions do.
+    `select pg_size_pretty(sum(pg_total_relation_size(i.inhrelid))) s from pg_inherits i
+     where i.inhparent in ('entregas'::regclass, 'entrega_intentos'::regclass, 'outbox'::regclass)`,
   );
   console.log(
     `  fill: ${OLD_ROWS} old deliveries + ${OLD_ROWS} attempts + ${OLD_ROWS} events in ${((now() - started) / 1000).toFixed(1)} s ` +
@@ -94,7 +102,7 @@ async function fill(check: pg.Client, empresaId: string, webhookId: string): Pro
 async function main(): Promise<void> {
   execFileSync(process.execPath, ['scripts/test-certs.mjs'], { cwd: ROOT, stdio: 'inherit' });
   console.log(
-    `bench:retention: ${OLD_ROWS} old deliveries, windows of ${WINDOW_S} s, concurrency ${CONCURRENCY}, batch ${BATCH}, pause ${PAUSE_MS} ms; ` +
+    `bench:retention: ${OLD_ROWS} old deliveries, windows of ${WINDOW_S} s, concurrency ${CONCURRENCY}, days dropped whole; ` +
       `load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
   );
   const databaseUrl = await freshDatabase(PG_BASE, DB_NAME);
@@ -113,7 +121,7 @@ async function main(): Promise<void> {
     await ask(receiver, {}, 'listening');
     const { empresaId, webhookIds } = await benchWebhooks(check, { nombre: 'Bench', receiverPort: RECEIVER_PORT });
     const webhookId = webhookIds[0]!;
-    await fill(check, empresaId, webhookId);
+    await fill(check, removalDb, empresaId, webhookId);
 
     dispatcher = child('dispatcher', 'services/dispatcher/src/main.ts', {
       DATABASE_URL: databaseUrl,
@@ -149,8 +157,6 @@ async function main(): Promise<void> {
       db: removalDb,
       logger: createLogger('bench-retention', 'warn'),
       retentionDays: 30,
-      batchSize: BATCH,
-      pauseMs: PAUSE_MS,
       removed: (table, n) => (removedBy[table] += n),
     });
     const removal = retention.runOnce();

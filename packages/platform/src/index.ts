@@ -1,13 +1,12 @@
 // @svc/platform: the plumbing both services run on: Postgres (driver, migrations), queues, settings,
 // Redis clients, lifecycle. One line per module of src/, but for entry points (*.main.ts) and
 // db/migrations/ (loaded by db/migrate.ts).
-export * from './db/batched-delete';
 export * from './db/database';
 export * from './db/ensure-database';
 export * from './db/migrate';
 export * from './db/open-database';
 export * from './db/queue-shards';
-export * from './db/removal-cursor';
+export * from './db/partitions';
 export * from './db/sealed-secrets';
 export * from './db/secrets-at-rest';
 export * from './db/tables/deliveries.table';

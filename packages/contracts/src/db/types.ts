@@ -178,6 +178,12 @@ export interface EntregasTable {
    */
   es_reenvio: Generated<boolean>;
   created_at: Timestamp;
+  /**
+   * The partition key (one partition per UTC day): the creation of the event for an event's own
+   * delivery, so that every run of its fan-out writes the same key and the same id finds itself;
+   * the delivery's own creation for a PING or a resend.
+   */
+  particion_en: Timestamp;
 }
 
 /** One attempt of a delivery, with its reason. */
@@ -190,6 +196,8 @@ export interface EntregaIntentosTable {
   error: AttemptErrorClass | null;
   mensaje: string | null;
   respuesta: string | null;
+  /** Its delivery's `particion_en`: a day's attempts are in the partition of that day's deliveries. */
+  particion_en: Date;
 }
 
 export interface IdempotenciaTable {

@@ -1,65 +1,74 @@
-import { createRetentionTask, REMOVAL_START, removeDeliveredEvents, removeEndedDeliveries, type BatchedRetention, type BatchedRetentionTuning, type Db } from '@svc/platform';
+import { createPartitionUpkeep, partitionsEndedBefore, retireDeliveryDay, type Db, type DeliveryDayTable, type PartitionUpkeep } from '@svc/platform';
 import type { Logger } from '@svc/observability';
 
 /** The tables the dispatcher's retention removes from: the bounded label of its counter. */
-export type RetainedTable = 'entregas' | 'entrega_intentos' | 'outbox';
+export type RetainedTable = DeliveryDayTable;
 
 export type RemovedRows = Record<RetainedTable, number>;
 
-export type Retention = BatchedRetention<RemovedRows>;
+export type Retention = PartitionUpkeep<RemovedRows>;
 
-export interface RetentionOptions extends BatchedRetentionTuning {
+export interface RetentionOptions {
   db: Db;
   logger: Logger;
-  /** RETENTION_DAYS: ended deliveries, their attempts and events older than this go. */
+  /** RETENTION_DAYS: days of deliveries, their attempts and events that ended longer ago than this go. */
   retentionDays: number;
   /** Counts the rows removed, by table. */
   removed?: (table: RetainedTable, n: number) => void;
+  /** Before the first pass. */
+  firstDelayMs?: number;
+  intervalMs?: number;
+  /** The clock, for tests that look at a later day. */
+  now?: () => Date;
 }
 
-/** Between two passes: rows come of age slowly, and a pass that finds little costs little. */
-const INTERVAL_MS = 10 * 60_000;
 /** Before the first pass, so a starting dispatcher serves its backlog first. */
 const FIRST_DELAY_MS = 60_000;
-/** Rows per statement: each stays short, so its row locks never hold up a delivery for long. */
-const BATCH_SIZE = 5000;
+const DAY_MS = 86_400_000;
 
 /**
- * Bounds the dispatcher's tables (RETENTION_DAYS) with small batched deletes along their
- * `(created_at, id)` indexes, not by dropping partitions (docs/decisions/0005-retention-by-batched-deletes.md).
- * Deliveries go first, then the events no delivery names any longer, so one pass removes both; any
- * number of dispatchers may run it at once, as skip locked splits the rows between them.
+ * The dispatcher's partition upkeep and retention (RETENTION_DAYS), every hour: makes the
+ * partitions ahead of the tables it writes, then drops, oldest first, each UTC day of `entregas`,
+ * `entrega_intentos` and `outbox` that ended more than RETENTION_DAYS ago, whole
+ * (docs/decisions/0009-tables-partitioned-by-day.md). A day that still holds owed work (a pending
+ * delivery, an event not fanned out) waits for a later pass; the others go. Any number of dispatchers may run it at once: a day's drop holds
+ * its partitions, and a second one finds them gone.
  */
 export function createRetention(options: RetentionOptions): Retention {
   const { db, logger, retentionDays } = options;
   const removed = options.removed ?? (() => undefined);
-  return createRetentionTask({
+  const now = options.now ?? (() => new Date());
+  return createPartitionUpkeep({
     name: 'retention',
+    db,
     logger,
-    tuning: options,
-    defaults: { intervalMs: INTERVAL_MS, firstDelayMs: FIRST_DELAY_MS, batchSize: BATCH_SIZE },
-    pass: async (walk) => {
+    ensure: ['outbox', 'entregas', 'entrega_intentos'],
+    firstDelayMs: options.firstDelayMs ?? FIRST_DELAY_MS,
+    intervalMs: options.intervalMs,
+    retire: async () => {
       const total: RemovedRows = { entregas: 0, entrega_intentos: 0, outbox: 0 };
-      const count = (table: RetainedTable, n: number): void => {
-        if (n === 0) return;
-        total[table] += n;
-        removed(table, n);
-      };
       const started = Date.now();
-      // Each table in one walk of its (created_at, id) index, batch after batch, up to the cutoff.
-      await walk(REMOVAL_START, async (after, limit) => {
-        const batch = await removeEndedDeliveries(db, retentionDays, after, limit);
-        count('entregas', batch.deliveries);
-        count('entrega_intentos', batch.attempts);
-        return batch;
-      });
-      await walk(REMOVAL_START, async (after, limit) => {
-        const batch = await removeDeliveredEvents(db, retentionDays, after, limit);
-        count('outbox', batch.removed);
-        return batch;
-      });
-      if (total.entregas + total.outbox > 0) {
-        logger.info({ ...total, retentionDays, ms: Date.now() - started }, 'retention: rows past RETENTION_DAYS removed');
+      const cutoff = new Date(now().getTime() - retentionDays * DAY_MS);
+      const days = new Map<number, Date>();
+      for (const table of ['outbox', 'entregas', 'entrega_intentos'] as const) {
+        for (const p of await partitionsEndedBefore(db, table, cutoff)) days.set(p.day.getTime(), p.day);
+      }
+      const dropped: string[] = [];
+      for (const day of [...days.values()].sort((a, b) => a.getTime() - b.getTime())) {
+        const result = await retireDeliveryDay(db, day);
+        const label = day.toISOString().slice(0, 10);
+        if (!result.dropped) {
+          logger.warn({ day: label, reason: result.reason }, 'retention: a day past RETENTION_DAYS is kept for now (owed work, or its partitions were busy)');
+          continue;
+        }
+        dropped.push(label);
+        for (const table of Object.keys(total) as RetainedTable[]) {
+          total[table] += result.rows[table];
+          if (result.rows[table] > 0) removed(table, result.rows[table]);
+        }
+      }
+      if (dropped.length > 0) {
+        logger.info({ ...total, days: dropped, retentionDays, ms: Date.now() - started }, 'retention: days past RETENTION_DAYS dropped');
       }
       return total;
     },

@@ -1,6 +1,5 @@
-import { sql } from 'kysely';
 import { AppError, type ActivityAction } from '@svc/contracts';
-import type { Db, Transaction } from '@svc/platform';
+import { dropDaysEndedBefore, type Db, type Transaction } from '@svc/platform';
 
 /** `usuario` of every action taken through the internal routes (portal.md, Actividad). */
 export const OPERATOR = 'operador';
@@ -103,20 +102,10 @@ export async function listActivity(db: Db, empresaId: string, page: { limit: num
 }
 
 /**
- * Retention: removes up to `limit` entries older than `retentionDays` (RETENTION_DAYS), oldest first,
- * in a transaction that says it is the retention pass, the only delete the append-only trigger lets
- * through. Returns how many went.
+ * Retention: drops the days of entries that ended more than `retentionDays` (RETENTION_DAYS) before
+ * `now`, whole partitions (no entry is deleted: the append-only trigger refuses any delete). Returns
+ * how many entries went.
  */
-export async function removeOldActivity(db: Db, retentionDays: number, limit: number): Promise<number> {
-  return db.transaction().execute(async (trx) => {
-    await sql`select set_config('svc.actividad_retention', 'on', true)`.execute(trx);
-    const result = await sql`
-      delete from actividad where id in (
-        select id from actividad
-        where created_at < now() - make_interval(days => ${retentionDays})
-        order by created_at
-        limit ${limit}
-      )`.execute(trx);
-    return Number(result.numAffectedRows ?? 0);
-  });
+export function removeOldActivity(db: Db, retentionDays: number, now: Date): Promise<number> {
+  return dropDaysEndedBefore(db, 'actividad', new Date(now.getTime() - retentionDays * 86_400_000));
 }

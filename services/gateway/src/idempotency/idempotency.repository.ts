@@ -1,10 +1,11 @@
 import { sql } from 'kysely';
-import type { Db, Transaction } from '@svc/platform';
+import { dropDaysEndedBefore, type Db, type Transaction } from '@svc/platform';
 
 /**
  * How long a key holds its answer (operations.md: the same key with the same body within 24 hours
  * answers the first response again). Past it a key may be taken over, and its answer, which holds a
- * recipient's name, phone and address, is deleted.
+ * recipient's name, phone and address, goes with its day's partition once every key of that day
+ * has expired (at most a day later).
  */
 export const KEY_LIFETIME_HOURS = 24;
 const KEY_LIFETIME = sql.raw(`interval '${KEY_LIFETIME_HOURS} hours'`);
@@ -16,33 +17,41 @@ export interface StoredAnswer {
   body: string | null;
 }
 
+/** The advisory lock class of idempotency keys: one claim of a key at a time. */
+const KEY_LOCK_CLASS = 0x1de7;
+
+/** A key's row that still holds its answer: claimed within KEY_LIFETIME_HOURS. */
+const LIVE = sql<boolean>`created_at > now() - ${KEY_LIFETIME}`;
+
 /**
- * Claims the key in the caller's transaction: true when this request owns it (new, or an expired
- * key taken over). A concurrent claim of the same key waits on the unique index until the owner
- * commits (then it is not claimed and reads the stored answer) or rolls back (then it claims).
+ * Claims the key in the caller's transaction: true when this request owns it (new, or its last
+ * claim expired). The table is partitioned by day, so no unique index spans a key's lifetime (it
+ * may start yesterday): the claim takes a transaction lock on the key first, so a concurrent claim
+ * of the same key waits until the owner commits (then it is not claimed and reads the stored
+ * answer) or rolls back (then it claims). The insert is its own statement, after the lock: it sees
+ * what a claim committed while this one waited. An expired row is never honoured, whether or not
+ * its day's partition has been dropped yet.
  */
 export async function claimKey(trx: Transaction, scope: string, clave: string, requestHash: string): Promise<boolean> {
-  const row = await trx
-    .insertInto('idempotencia')
-    .values({ scope, clave, request_hash: requestHash })
-    .onConflict((oc) =>
-      oc
-        .columns(['scope', 'clave'])
-        .doUpdateSet({ request_hash: requestHash, status_code: null, response: null, created_at: sql<Date>`now()` })
-        .where('idempotencia.created_at', '<', sql<Date>`now() - ${KEY_LIFETIME}`),
-    )
-    .returning('clave')
-    .executeTakeFirst();
-  return row !== undefined;
+  await sql`select pg_advisory_xact_lock(${KEY_LOCK_CLASS}, hashtext(${scope} || ' ' || ${clave}))`.execute(trx);
+  const result = await sql<{ clave: string }>`
+    insert into idempotencia (scope, clave, request_hash)
+    select ${scope}, ${clave}, ${requestHash}
+    where not exists (select 1 from idempotencia where scope = ${scope} and clave = ${clave} and ${LIVE})
+    returning clave`.execute(trx);
+  return result.rows.length > 0;
 }
 
-/** The answer stored under a key that could not be claimed (ON CONFLICT locked the row for us). */
+/** The answer stored under a live key that could not be claimed (the key's lock is ours). */
 export async function findAnswer(trx: Transaction, scope: string, clave: string): Promise<StoredAnswer | undefined> {
   const row = await trx
     .selectFrom('idempotencia')
     .select(['request_hash', 'status_code', 'response'])
     .where('scope', '=', scope)
     .where('clave', '=', clave)
+    .where(LIVE)
+    .orderBy('created_at', 'desc')
+    .limit(1)
     .executeTakeFirst();
   return row && { requestHash: row.request_hash, statusCode: row.status_code, body: typeof row.response === 'string' ? row.response : null };
 }
@@ -55,24 +64,14 @@ export async function storeAnswer(trx: Transaction, scope: string, clave: string
     .set({ status_code: statusCode, response: JSON.stringify(body) })
     .where('scope', '=', scope)
     .where('clave', '=', clave)
+    .where(LIVE)
     .execute();
 }
 
 /**
- * Removes up to `limit` expired keys (claimed more than KEY_LIFETIME_HOURS ago) with their answers,
- * oldest first along `idempotencia_created_idx`, skipping any a request holds (one taking the key
- * over). Returns how many went.
+ * Drops the days of keys that all expired (the whole day ended more than KEY_LIFETIME_HOURS ago)
+ * with their answers, whole partitions. Returns how many keys went.
  */
-export async function removeExpiredKeys(db: Db, limit: number): Promise<number> {
-  const result = await sql`
-    with doomed as (
-      select scope, clave from idempotencia
-      where created_at < now() - ${KEY_LIFETIME}
-      order by created_at
-      limit ${limit}
-      for update skip locked
-    )
-    delete from idempotencia i using doomed d where i.scope = d.scope and i.clave = d.clave
-  `.execute(db);
-  return Number(result.numAffectedRows ?? 0);
+export function removeExpiredKeys(db: Db, now: Date): Promise<number> {
+  return dropDaysEndedBefore(db, 'idempotencia', new Date(now.getTime() - KEY_LIFETIME_HOURS * 3_600_000));
 }

@@ -13,9 +13,10 @@ import * as activity from './20261127120000_activity';
 import * as sealedSecrets from './20261128100000_sealed_secrets';
 import * as deliveryLogIndexes from './20261128120000_delivery_log_indexes';
 import * as deferredDeliveries from './20261129090000_deferred_deliveries';
+import * as queueShards from './20261202080000_queue_shards';
+import * as partitions from './20261202090000_partitions';
 import * as endpointHealth from './20261202100000_endpoint_health';
 import * as listenSessions from './20261202110000_listen_sessions';
-import * as queueShards from './20261202080000_queue_shards';
 
 /** Every migration by its timestamped name; a static list so bundlers and test runners see them. */
 export const migrations: Record<string, Migration> = {
@@ -33,7 +34,8 @@ export const migrations: Record<string, Migration> = {
   '20261128100000_sealed_secrets': sealedSecrets,
   '20261128120000_delivery_log_indexes': deliveryLogIndexes,
   '20261129090000_deferred_deliveries': deferredDeliveries,
+  '20261202080000_queue_shards': queueShards,
+  '20261202090000_partitions': partitions,
   '20261202100000_endpoint_health': endpointHealth,
   '20261202110000_listen_sessions': listenSessions,
-  '20261202080000_queue_shards': queueShards,
 };

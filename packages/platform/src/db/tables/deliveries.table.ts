@@ -1,13 +1,13 @@
-import type { DeletedBatch } from '../batched-delete';
 import { sql, type RawBuilder } from 'kysely';
 import type { DeliveryState, EventName } from '@svc/contracts';
-import { prepared, type Db } from '../database';
-import { nextRemovalCursor, removalCandidates, type LastCandidate, type RemovalCursor } from '../removal-cursor';
-import { deleteDeliveryAttempts, insertDeliveryAttempts, type DeliveryAttempt } from './delivery-attempts.table';
+import { prepared, type Db, type Transaction } from '../database';
+import { countPartition, dropPartitions, lockTables, partitionName, withLockRetries } from '../partitions';
+import { insertDeliveryAttempts, type DeliveryAttempt } from './delivery-attempts.table';
+import { keepEventsResendsName, outboxDayOwed } from './outbox.table';
 
 /**
  * The one writer of deliveries (`entregas`): the dispatcher's rows of a fan-out, the attempts made
- * on them, their claims, postponements and retention; the gateway's PINGs and resends. Each
+ * on them, their claims, postponements and retention (whole days dropped); the gateway's PINGs and resends. Each
  * statement that makes or removes attempts takes the delivery log's part from
  * delivery-attempts.table.ts. Reads stay with each service's own repository.
  */
@@ -35,16 +35,20 @@ export interface NewDelivery {
 
 /**
  * Inserts new deliveries with their first attempt in the delivery log, in one statement that also
- * runs `alongside` (the fan-out marks its events fanned out there); returns the ids inserted. A row
- * already there (a duplicate run of the same event, or a row of an earlier version with a random
- * id) is left as it is and its attempt is not logged: the caller counts it a duplicate. A delivery
- * whose webhook was deleted meanwhile is not inserted.
+ * runs `fannedOut` (the fan-out marks its events fanned out there: `markFannedOut`, which returns
+ * each event's id and created_at); returns the ids inserted. Each delivery's partition key is its
+ * event's creation as `fannedOut` returns it, the same for every run of the event (the statement's
+ * time for an event it does not return: a fan-out runs only while its event's row is kept), so a row
+ * already there (a duplicate run of the same
+ * event, or a row of an earlier version with a random id) conflicts, is left as it is and its
+ * attempt is not logged: the caller counts it a duplicate. A delivery whose webhook was deleted
+ * meanwhile is not inserted.
  */
-export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], alongside: RawBuilder<unknown>): Promise<Set<string>> {
+export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], fannedOut: RawBuilder<{ id: string; created_at: Date }>): Promise<Set<string>> {
   const made = rows.flatMap((r) => (r.attempt === null ? [] : [r.attempt]));
   // Prepared: it runs for every batch of events, with the same text (arrays as parameters).
   const query = sql<{ id: string }>`
-    with alongside as (${alongside}),
+    with fanned_out as (${fannedOut}),
     v as (
       select * from unnest(
         ${sql.val(rows.map((r) => r.id))}::uuid[],
@@ -64,15 +68,17 @@ export async function insertNewDeliveries(db: Db, rows: readonly NewDelivery[], 
       -- events a few ms apart (its record waits for company), so a later event's delivery could be
       -- listed after an earlier one's. A deferred delivery, with no attempt yet, takes the statement's,
       -- and is marked diferida: it has no job, the deferral scheduler queues it when due.
-      insert into entregas (id, webhook_id, evento_id, evento, numero_guia, estado, exitoso, status_code, intentos, ultimo_intento_en, proximo_intento_en, diferida, created_at)
-      select v.id, v.webhook_id, v.evento_id, v.evento, v.numero_guia, v.estado, v.estado = 'exitosa', v.status_code, v.intentos, v.at, v.next_at, v.intentos = 0, coalesce(v.at, now())
+      insert into entregas (id, webhook_id, evento_id, evento, numero_guia, estado, exitoso, status_code, intentos, ultimo_intento_en, proximo_intento_en, diferida, created_at, particion_en)
+      select v.id, v.webhook_id, v.evento_id, v.evento, v.numero_guia, v.estado, v.estado = 'exitosa', v.status_code, v.intentos, v.at, v.next_at, v.intentos = 0, coalesce(v.at, now()),
+        coalesce(f.created_at, now())
       from v
+      left join fanned_out f on f.id = v.evento_id
       -- A webhook deleted since the routes were read gets no row (its foreign key would fail the
       -- batch). A lateral that is not flattened: a plain semi-join planned on a few webhooks kept
       -- hashing a sequential scan of them (test/fan-out-plans.test.ts).
       cross join lateral (select 1 from webhooks w where w.id = v.webhook_id offset 0) w
       on conflict do nothing
-      returning id
+      returning id, particion_en
     ), logged as (${insertDeliveryAttempts(made, 'ins')})
     select id from ins
   `;
@@ -118,7 +124,7 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
         proximo_intento_en = v.next_at
       from v
       where e.id = v.id and e.estado = 'pendiente' and e.intentos < v.intento
-      returning e.id
+      returning e.id, e.particion_en
     ), logged as (${insertDeliveryAttempts(attempts, 'changed')})
     select id from changed
   `;
@@ -251,44 +257,69 @@ export async function postponeDeliveries(db: Db, postponed: readonly Postponemen
   `.execute(db);
 }
 
-export interface RemovedDeliveries extends DeletedBatch<RemovalCursor> {
-  deliveries: number;
-  attempts: number;
-}
+/** The tables of one day of deliveries, dropped together. */
+export type DeliveryDayTable = 'entregas' | 'entrega_intentos' | 'outbox';
+
+/** What retiring a day did: dropped it (with the rows each table held), or left it and why. */
+export type RetiredDay =
+  | { dropped: true; rows: Record<DeliveryDayTable, number> }
+  /**
+   * `owed`: a pending delivery of the day, or an event of the day not yet relayed or fanned out, or
+   * that a pending delivery (a resend) still sends: work, kept whatever its age, so the day waits.
+   * `locked`: its partitions were busy past the lock timeout; the next pass tries again.
+   */
+  | { dropped: false; reason: 'owed' | 'locked' };
+
+const tableOfDay = (table: DeliveryDayTable, day: Date) => sql.table(partitionName(table, day));
 
 /**
- * Retention: looks at the next `limit` deliveries after `after` created more than `retentionDays`
- * ago, along `entregas_created_idx` (a keyset walk: what earlier batches removed or left is not
- * scanned again), and removes the ended ones (exitosa, fallida) with their attempts, in one short
- * statement. A pending delivery is owed work and stays whatever its age; a row another transaction
- * holds (a concurrent resend's foreign-key check, another dispatcher's removal) is skipped, not
- * waited for: the next pass sees both again. A resend of a removed delivery stays: its
- * `reenvio_de` is set to null (`on delete set null`), `es_reenvio` still says what it is.
- * The candidates are materialized first so the plan is always this index walk, whatever the
- * table's statistics say after a large removal.
+ * Retention of one UTC day of deliveries: drops that day's partitions of `entregas`,
+ * `entrega_intentos` and `outbox` at once (an event's own deliveries and their attempts are in its
+ * day's partitions), unless the day still holds owed work. In one transaction that first takes the
+ * three tables and the day's partitions for itself (`lockTables`), so what it checks holds until
+ * the drop: nothing can be written to or read from them meanwhile (a few milliseconds), and it gives
+ * up after PARTITION_LOCK_TIMEOUT_MS rather than stall the tables, DROP_ATTEMPTS times. Before the drop, the resends kept in later days keep what they name: the events they send
+ * move to the day of their oldest such resend (outbox.table.ts), and a resend of a delivery of the
+ * day loses its `reenvio_de`, as a removed original always set it to null.
  */
-export async function removeEndedDeliveries(db: Db, retentionDays: number, after: RemovalCursor, limit: number): Promise<RemovedDeliveries> {
-  const result = await sql<LastCandidate & { entregas: string; intentos: string; seen: string }>`
-    with candidates as materialized (${removalCandidates('entregas', retentionDays, after, limit)}
-    ),
-    doomed as (
-      select e.id from entregas e join candidates c on c.id = e.id
-      where e.estado <> 'pendiente'
-      for update of e skip locked
-    ),
-    intentos as (${deleteDeliveryAttempts('doomed')}),
-    gone as (delete from entregas e using doomed d where e.id = d.id returning 1),
-    last as (select created_at::text as at, id::text as id from candidates order by created_at desc, id desc limit 1)
-    select (select count(*) from gone) as entregas, (select count(*) from intentos) as intentos,
-           (select count(*) from candidates) as seen, (select at from last) as last_at, (select id from last) as last_id
-  `.execute(db);
-  const row = result.rows[0]!;
-  return {
-    deliveries: Number(row.entregas),
-    attempts: Number(row.intentos),
-    seen: Number(row.seen),
-    next: nextRemovalCursor(row, after),
-  };
+export async function retireDeliveryDay(db: Db, day: Date): Promise<RetiredDay> {
+  const tables: DeliveryDayTable[] = ['outbox', 'entregas', 'entrega_intentos'];
+  const exists = await sql<{ t: string | null }>`
+    select to_regclass(t)::text as t from unnest(${sql.val(tables.map((t) => partitionName(t, day)))}::text[]) t`.execute(db);
+  const present = new Set(exists.rows.flatMap((r) => (r.t === null ? [] : [r.t])));
+  const has = (t: DeliveryDayTable) => present.has(partitionName(t, day));
+  // Counted before the locks: an old day's rows no longer change, and a count holds no one up.
+  const rows: Record<DeliveryDayTable, number> = { outbox: 0, entregas: 0, entrega_intentos: 0 };
+  for (const t of tables) if (has(t)) rows[t] = await countPartition(db, partitionName(t, day));
+  const owned = tables.filter(has).map((t) => partitionName(t, day));
+  const result = await withLockRetries(() =>
+    db.transaction().execute(async (trx): Promise<RetiredDay> => {
+      await lockTables(trx, [...tables, ...owned]);
+      if (has('entregas') && (await dayHasPending(trx, day))) return { dropped: false, reason: 'owed' };
+      let moved = 0;
+      if (has('outbox')) {
+        if (await outboxDayOwed(trx, tableOfDay('outbox', day))) return { dropped: false, reason: 'owed' };
+        moved = await keepEventsResendsName(trx, day);
+      }
+      if (has('entregas')) await forgetOriginals(trx, day);
+      await dropPartitions(trx, owned);
+      return { dropped: true, rows: { ...rows, outbox: rows.outbox - moved } };
+    }),
+  );
+  return result ?? { dropped: false, reason: 'locked' };
+}
+
+async function dayHasPending(trx: Transaction, day: Date): Promise<boolean> {
+  const { rows } = await sql`select 1 from ${tableOfDay('entregas', day)} where estado = 'pendiente' limit 1`.execute(trx);
+  return rows.length > 0;
+}
+
+/** Resends kept in later days whose original is of `day` lose their `reenvio_de` (the original goes). */
+async function forgetOriginals(trx: Transaction, day: Date): Promise<void> {
+  await sql`
+    update entregas r set reenvio_de = null
+    from ${tableOfDay('entregas', day)} o
+    where r.reenvio_de = o.id and r.reenvio_de is not null and r.particion_en >= ${new Date(day.getTime() + 86_400_000)}`.execute(trx);
 }
 
 // ---- the gateway's deliveries ----------------------------------------------------------------------
@@ -306,7 +337,7 @@ export async function insertPingDelivery(
     with delivery as (
       insert into entregas (id, webhook_id, evento_id, evento, estado, exitoso, status_code, intentos, ultimo_intento_en, created_at)
       values (${ping.id}, ${ping.webhookId}, null, 'PING', ${ping.ok ? 'exitosa' : 'fallida'}, ${ping.ok}, ${a.statusCode}, 1, ${a.at}, ${a.at})
-      returning id
+      returning id, particion_en
     )
     ${insertDeliveryAttempts([a], 'delivery')}
   `.execute(db);
@@ -332,14 +363,16 @@ export function insertResendsOf(picked: string): RawBuilder<unknown> {
 /**
  * The insert of the replay of what a webhook missed while it was inactive, inside the statement
  * that picks the events: a new delivery per row of `picked` (a relation with webhook_id, evento_id,
- * evento and numero_guia), an original of its event (the one-delivery-per-(event, webhook) index
- * holds it to one, so a concurrent replay or fan-out makes none twice), pending and due now. Returns
- * the delivery log's columns, as `insertResendsOf` does.
+ * evento, numero_guia and event_at, the event's creation), an original of its event, pending and due
+ * now. Its partition key is the event's creation, as the fan-out's deliveries' is: the
+ * one-delivery-per-(event, webhook) index then holds it to one (a concurrent replay or fan-out makes
+ * none twice), and retention drops it with its event's day. Returns the delivery log's columns, as
+ * `insertResendsOf` does.
  */
 export function insertOmittedOf(picked: string): RawBuilder<unknown> {
   return sql`
-    insert into entregas (id, webhook_id, evento_id, evento, numero_guia, proximo_intento_en)
-    select gen_random_uuid(), webhook_id, evento_id, evento, numero_guia, now()
+    insert into entregas (id, webhook_id, evento_id, evento, numero_guia, proximo_intento_en, particion_en)
+    select gen_random_uuid(), webhook_id, evento_id, evento, numero_guia, now(), event_at
     from ${sql.table(picked)}
     on conflict do nothing
     returning id, evento, exitoso, status_code, intentos, ultimo_intento_en, created_at, estado, evento_id, numero_guia, reenvio_de,

@@ -2,8 +2,9 @@ import { sql, type RawBuilder } from 'kysely';
 import type { AttemptErrorClass } from '@svc/contracts';
 
 /**
- * The one writer of the delivery log (`entrega_intentos`), as fragments of the statements of
- * `entregas` (tables/deliveries.table.ts) that make or remove the attempts' deliveries.
+ * The one writer of the delivery log (`entrega_intentos`), as a fragment of the statements of
+ * `entregas` (tables/deliveries.table.ts) that make the attempts' deliveries; retention drops a day's
+ * attempts with that day's deliveries.
  */
 
 /** One attempt of a delivery as the delivery log (`entrega_intentos`) keeps it. */
@@ -25,15 +26,17 @@ export interface DeliveryAttempt {
 
 /**
  * Inserts `attempts`, each only if its delivery's id is among the rows of `written`, a relation of
- * the same statement that returns `id` (the deliveries that statement inserted or changed). An
- * attempt is so logged exactly when its delivery's row took it, never by a duplicate run. A fragment
- * for a `with` clause or for the statement's last part; its parameters are eight arrays, the same
- * text for any number of attempts (fit for a prepared statement).
+ * the same statement that returns `id` and `particion_en` (the deliveries that statement inserted
+ * or changed, and their partition key, which each attempt takes: a day's attempts go with that
+ * day's deliveries). An attempt is so logged exactly when its delivery's row took it, never by a
+ * duplicate run, and never without its delivery. A fragment for a `with` clause or for the
+ * statement's last part; its parameters are eight arrays, the same text for any number of attempts
+ * (fit for a prepared statement).
  */
 export function insertDeliveryAttempts(attempts: readonly DeliveryAttempt[], written: string): RawBuilder<unknown> {
   return sql`
-    insert into entrega_intentos (entrega_id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta)
-    select a.id, a.numero, a.fecha, a.status_code, a.duracion_ms, a.error, a.mensaje, a.respuesta
+    insert into entrega_intentos (entrega_id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta, particion_en)
+    select a.id, a.numero, a.fecha, a.status_code, a.duracion_ms, a.error, a.mensaje, a.respuesta, w.particion_en
     from unnest(
       ${sql.val(attempts.map((a) => a.deliveryId))}::uuid[],
       ${sql.val(attempts.map((a) => a.attempt))}::int[],
@@ -44,14 +47,5 @@ export function insertDeliveryAttempts(attempts: readonly DeliveryAttempt[], wri
       ${sql.val(attempts.map((a) => a.message))}::text[],
       ${sql.val(attempts.map((a) => a.response))}::text[]
     ) as a(id, numero, fecha, status_code, duracion_ms, error, mensaje, respuesta)
-    join ${sql.table(written)} using (id)`;
-}
-
-/**
- * Retention's delete of the attempts of the deliveries in `doomed`, a relation of the same
- * statement that returns their `id` (the deliveries it removes), one row returned per attempt: a
- * fragment for a `with` clause, so a delivery and its attempts go in one statement.
- */
-export function deleteDeliveryAttempts(doomed: string): RawBuilder<unknown> {
-  return sql`delete from entrega_intentos i using ${sql.table(doomed)} d where i.entrega_id = d.id returning 1`;
+    join ${sql.table(written)} w using (id)`;
 }

@@ -1,13 +1,12 @@
-import type { DeletedBatch } from '../batched-delete';
 import { sql, type RawBuilder } from 'kysely';
 import type { Modo, NoticeEvent, ShipmentEventJob, WebhookNoticeData } from '@svc/contracts';
 import type { Db, Transaction } from '../database';
-import { nextRemovalCursor, removalCandidates, type LastCandidate, type RemovalCursor } from '../removal-cursor';
+import { partitionName } from '../partitions';
 import { webhooksVersionOf } from './webhooks.table';
 
 /**
  * The one writer of the event log (`outbox`): the gateway writes events with their change and marks
- * them relayed; the dispatcher marks them fanned out and removes those done with. Reads stay with
+ * them relayed; the dispatcher marks them fanned out, and its retention keeps the events resends still name. Reads stay with
  * each service's own repository.
  */
 
@@ -131,48 +130,50 @@ export async function markSent(db: Db, ids: string[]): Promise<void> {
 
 /**
  * Marks the events fanned out (the first time only), as a fragment of the statement that records
- * their deliveries. The row is found by its id alone: that statement runs on a generic plan
+ * their deliveries; returns each event's id and its creation (its deliveries' partition key). The
+ * row is found by its id alone: that statement runs on a generic plan
  * (prepared, planned once per connection), and with `repartido_en is null` in the filter that plan
  * also walked `outbox_sin_repartir_idx`, every event not yet fanned out, at each run.
  */
-export function markFannedOut(eventIds: readonly string[]): RawBuilder<unknown> {
+export function markFannedOut(eventIds: readonly string[]): RawBuilder<{ id: string; created_at: Date }> {
   return sql`
     update outbox set repartido_en = coalesce(repartido_en, now())
     where id = any(${sql.val([...eventIds])}::uuid[])
-    returning id`;
+    returning id, created_at`;
 }
 
 /**
- * Retention: looks at the next `limit` events after `after` created more than `retentionDays` ago,
- * along `outbox_created_idx` (a keyset walk, as for deliveries), and removes those done with (their
- * rows carry the deliveries' payloads): relayed, fanned out, and named by no delivery left
- * (originals through the unique (evento_id, webhook_id) index, resends through
- * `entregas_reenvio_evento_idx`). An event not yet fanned out is owed work and stays whatever its
- * age, and so does one a pending delivery or a recent resend still sends. Rows another transaction
- * holds are skipped. The candidates are materialized first, so the plan stays this walk with one
- * index probe per event even when the statistics of `entregas` are stale after a large removal.
+ * Retention's check of one day of events (`outboxDay`, a partition of `outbox`, which the caller
+ * holds locked): true while it holds owed work: an event not yet relayed or fanned out (along the
+ * two partial indexes of those), or one that a pending delivery of any day (a resend) still sends
+ * (along the pending deliveries' index, each probing the day's events by id).
  */
-export async function removeDeliveredEvents(
-  db: Db,
-  retentionDays: number,
-  after: RemovalCursor,
-  limit: number,
-): Promise<DeletedBatch<RemovalCursor> & { removed: number }> {
-  const result = await sql<LastCandidate & { removed: string; seen: string }>`
-    with candidates as materialized (${removalCandidates('outbox', retentionDays, after, limit)}
-    ),
-    doomed as (
-      select o.id from outbox o join candidates c on c.id = o.id
-      where o.enviado_en is not null and o.repartido_en is not null
-        and not exists (select 1 from entregas e where e.evento_id = o.id and not e.es_reenvio)
-        and not exists (select 1 from entregas e where e.evento_id = o.id and e.es_reenvio)
-      for update of o skip locked
-    ),
-    gone as (delete from outbox o using doomed d where o.id = d.id returning 1),
-    last as (select created_at::text as at, id::text as id from candidates order by created_at desc, id desc limit 1)
-    select (select count(*) from gone) as removed, (select count(*) from candidates) as seen,
-           (select at from last) as last_at, (select id from last) as last_id
-  `.execute(db);
-  const row = result.rows[0]!;
-  return { removed: Number(row.removed), seen: Number(row.seen), next: nextRemovalCursor(row, after) };
+export async function outboxDayOwed(trx: Transaction, outboxDay: RawBuilder<unknown>): Promise<boolean> {
+  const { rows } = await sql`
+    select 1 from ${outboxDay} where enviado_en is null or repartido_en is null
+    union all
+    select 1 from entregas e join ${outboxDay} o on o.id = e.evento_id where e.estado = 'pendiente'
+    limit 1`.execute(trx);
+  return rows.length > 0;
+}
+
+/**
+ * Before `day`'s events are dropped: those that resends of later days still name move to the day of
+ * the oldest such resend (their `created_at` becomes its partition key), so an event is kept as
+ * long as a delivery names it, as before partitions: a resend of that resend, and a branch reading
+ * the log (whose events it sees by their row), still find it. Resends are few: the statement walks
+ * their index (`entregas_reenvio_evento_idx`) and probes the day by id. Returns how many moved.
+ */
+export async function keepEventsResendsName(trx: Transaction, day: Date): Promise<number> {
+  const end = new Date(day.getTime() + 86_400_000);
+  const result = await sql`
+    update outbox o set created_at = m.at
+    from (
+      select r.evento_id, min(r.particion_en) as at
+      from entregas r join ${sql.table(partitionName('outbox', day))} d on d.id = r.evento_id
+      where r.es_reenvio and r.particion_en >= ${end}
+      group by r.evento_id
+    ) m
+    where o.id = m.evento_id and o.created_at >= ${day} and o.created_at < ${end}`.execute(trx);
+  return Number(result.numAffectedRows ?? 0);
 }
