@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   AppError,
+  isUuid,
   LISTEN_LEASE_MS,
   listenInstanceOf,
   listenKeys,
@@ -85,7 +86,7 @@ export async function openSession(deps: Deps, scope: CompanyScope, body: ListenS
 /** An open session of the scope, or 404 (closed, another's, or no such id). */
 export async function requireOpenSession(deps: Deps, scope: CompanyScope, id: string): Promise<Webhook> {
   requireTestScope(scope);
-  const session = await findSession(deps.db, scope, id);
+  const session = (isUuid(id) ? await findSession(deps.db, scope, id) : undefined);
   if (session === undefined || !session.activo) throw new AppError('NOT_FOUND', 'no open listening session with this id (it ended: open a new one)');
   return session;
 }
@@ -109,7 +110,7 @@ export async function closeSession(deps: Deps, scope: CompanyScope, id: string) 
 /** The tool's answer to one forwarded attempt, passed to the dispatcher waiting for it. */
 export async function answerAttempt(deps: Deps, scope: CompanyScope, id: string, body: ListenAnswerRequest) {
   requireTestScope(scope);
-  const session = await findSession(deps.db, scope, id);
+  const session = (isUuid(id) ? await findSession(deps.db, scope, id) : undefined);
   if (session === undefined) throw new AppError('NOT_FOUND', 'no listening session with this id');
   const instance = listenInstanceOf(body.intento);
   if (instance === undefined) throw new AppError('VALIDATION_ERROR', 'intento is not an attempt of this session');
