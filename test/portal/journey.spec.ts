@@ -193,7 +193,7 @@ test('link → session → tokens → live webhook → PING → shipment → del
   await page.getByRole('button', { name: 'Cargar más' }).click();
   await expect(log.getByRole('row')).toHaveCount(25); // 20 + the 2 PINGs sent from the page + GUIA_CREADA + its resend, and the header
   await expect(page.getByRole('button', { name: 'Cargar más' })).toHaveCount(0);
-  await page.getByLabel('Evento').selectOption('GUIA_CREADA');
+  await page.getByLabel('Evento', { exact: true }).selectOption('GUIA_CREADA');
   await expect(log.getByRole('row')).toHaveCount(3);
   await page.getByLabel('Estado', { exact: true }).selectOption('fallida');
   await expect(page.getByText('No hay entregas con estos filtros.')).toBeVisible();
