@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { NOTICE_EVENTS } from '@svc/contracts';
 
 /**
  * What the chaos suite expects, read from the record rather than from the API's answers: every
@@ -40,8 +41,14 @@ export async function owedDeliveries(pool: pg.Pool): Promise<OwedDelivery[]> {
        and w.activo
        and w.modo = o.modo
        and (w.sucursal_id is null or w.sucursal_id = o.sucursal_id)
-       and (cardinality(w.eventos) = 0 or o.evento = any(w.eventos))
+       and case
+         -- A notice (WEBHOOK_FALLANDO, WEBHOOK_DESACTIVADO) is owed only to the webhooks that list it
+         -- by name, never to the one it is about; a shipment event to the empty lists too.
+         when o.evento = any($1::text[]) then o.evento = any(w.eventos) and w.id::text is distinct from o.data->'webhook'->>'id'
+         else cardinality(w.eventos) = 0 or o.evento = any(w.eventos)
+       end
      left join entregas e on e.evento_id = o.id and e.webhook_id = w.id and not e.es_reenvio`,
+    [NOTICE_EVENTS],
   );
   return rows.map((r) => ({
     eventId: r.event_id,
