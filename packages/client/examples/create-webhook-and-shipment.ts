@@ -2,12 +2,14 @@
 // With a sandbox token (svc_test_...) nothing is charged, and the webhook receives the sandbox events.
 //
 //   SVC_API=http://localhost:3000 SVC_TOKEN=svc_test_... WEBHOOK_URL=https://your.host/hooks/svc \
-//     node --import tsx packages/client/examples/create-webhook-and-shipment.ts
+//     SECRET_FILE=webhook-secret.txt node --import tsx packages/client/examples/create-webhook-and-shipment.ts
 //
-// It prints the webhook's secret once, as the API shows it once: store it where your receiver reads it.
+// The API shows the webhook's secret once: the example writes it to SECRET_FILE (readable by you
+// only) for your receiver, and never prints it, so it stays out of terminals and logs.
+import { writeFileSync } from 'node:fs';
 import { createSvcClient } from '@svc/client';
 
-const { SVC_API = 'http://localhost:3000', SVC_TOKEN = '', WEBHOOK_URL = '' } = process.env;
+const { SVC_API = 'http://localhost:3000', SVC_TOKEN = '', WEBHOOK_URL = '', SECRET_FILE = 'webhook-secret.txt' } = process.env;
 if (SVC_TOKEN === '' || WEBHOOK_URL === '') {
   console.error('set SVC_TOKEN (a svc_test_... token) and WEBHOOK_URL (your receiver, https://...)');
   process.exit(2);
@@ -26,7 +28,8 @@ async function main(): Promise<void> {
     body: { url: WEBHOOK_URL, eventos: ['GUIA_CREADA', 'GUIA_ENTREGADA'], descripcion: 'Ejemplo de @svc/client' },
   });
   if (!webhook.data) fail('webhook', webhook.response.status, webhook.error);
-  console.log(`webhook ${webhook.data.data.id} secret=${webhook.data.data.secret}`);
+  writeFileSync(SECRET_FILE, `${webhook.data.data.secret}\n`, { mode: 0o600 });
+  console.log(`webhook ${webhook.data.data.id}, its secret in ${SECRET_FILE}`);
 
   const shipment = await client.POST('/api/v1/guias', {
     body: {
