@@ -36,6 +36,12 @@ export interface ShipmentEventJob {
    * before it existed): the dispatcher reads the routes, and what earlier runs recorded.
    */
   webhooksVersion?: number;
+  /**
+   * The event's row's partition key (`outbox.created_at`, ISO): the statements that find the row by
+   * its id name its day, so they touch one partition (docs/decisions/0009). Absent in jobs queued
+   * before it existed: those statements probe every day.
+   */
+  partitionAt?: string;
 }
 
 /**
@@ -77,6 +83,12 @@ export interface DeliveryJob {
   sequence?: number;
   /** `X-SVC-Modo`: the event's shipment's, or for a PING the webhook's; absent means live. */
   mode?: Modo;
+  /**
+   * The delivery's partition key (`entregas.particion_en`, ISO): its event's creation for an event's
+   * own delivery, its own creation for a resend or a PING. The statements that find the delivery by
+   * its id name its day. Absent in jobs queued before it existed: they probe every day.
+   */
+  partitionAt?: string;
 }
 
 /** What an event of the log carries as `data`: a shipment event's fields, or a notice's. */
@@ -99,6 +111,7 @@ export function eventJobOf(
     requestId: row.request_id,
     ...(row.secuencia === null ? {} : { sequence: row.secuencia }),
     mode: row.modo,
+    partitionAt: row.created_at.toISOString(),
   };
 }
 
@@ -116,6 +129,8 @@ export function deliveryJobOf(event: ShipmentEventJob, delivery: { deliveryId: s
     requestId: event.requestId,
     ...(event.sequence === undefined ? {} : { sequence: event.sequence }),
     ...(event.mode === undefined ? {} : { mode: event.mode }),
+    // An event's own delivery is kept in its event's day (docs/decisions/0009).
+    ...(event.partitionAt === undefined ? {} : { partitionAt: event.partitionAt }),
   };
 }
 
@@ -185,6 +200,7 @@ const common = {
   // Optional: jobs queued before these existed are still well-formed.
   sequence: { type: 'integer', minimum: 1 },
   mode: { type: 'string', enum: ['live', 'test'] },
+  partitionAt: { type: 'string', format: 'date-time' },
 } as const;
 
 export const JOBS = {

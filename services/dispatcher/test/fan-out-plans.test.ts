@@ -1,4 +1,4 @@
-import { createDb, createPool, insertNewDeliveries, markFannedOut, type Db } from '@svc/platform';
+import { createDb, createPool, insertNewDeliveries, markFannedOut, partitionRange, type Db } from '@svc/platform';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/test-database';
 import { findRoutedDeliveries } from '../src/deliveries/delivery.repository';
 import { routedWebhooks } from '../src/webhooks/webhook.repository';
@@ -42,7 +42,8 @@ describe('the fan-out statements on a generic plan', () => {
         [webhookId],
       );
     await grow(50);
-    const first = await findRoutedDeliveries(db, routedWebhooks([event('00000000-0000-4000-8000-000000000001')]));
+    // Jobs queued before they carried their event's day: every day is looked in.
+    const first = await findRoutedDeliveries(db, routedWebhooks([event('00000000-0000-4000-8000-000000000001')]), partitionRange([undefined]));
     expect(first.routes).toEqual([expect.objectContaining({ existing: null })]);
 
     // The tables grow: 20,000 deliveries, 2,000 more webhooks of other companies.
@@ -55,7 +56,7 @@ describe('the fan-out statements on a generic plan', () => {
     // bench's Postgres runs without it), and this test is about the plan that was kept.
 
     const known = (await pool.query<{ evento_id: string }>('select evento_id from entregas limit 1')).rows[0]!.evento_id;
-    const again = await findRoutedDeliveries(db, routedWebhooks([event(known)]));
+    const again = await findRoutedDeliveries(db, routedWebhooks([event(known)]), partitionRange([undefined]));
     expect(again.routes).toEqual([expect.objectContaining({ eventId: known, existing: expect.objectContaining({ estado: 'exitosa', intentos: 1 }) })]);
 
     const stats = await pool.query<{ generic_plans: string; custom_plans: string }>(
@@ -66,7 +67,7 @@ describe('the fan-out statements on a generic plan', () => {
     const plan = (
       // EXECUTE takes no bind parameters; the values are uuids read from the database.
       await pool.query<{ 'QUERY PLAN': string }>(
-        `explain (costs off) execute find_routed_deliveries('{${known}}', '{GUIA_CREADA}', '{${empresaId}}', '{NULL}', '{live}', '{NULL}')`,
+        `explain (costs off) execute find_routed_deliveries('{${known}}', '{GUIA_CREADA}', '{${empresaId}}', '{NULL}', '{live}', '{NULL}', '-infinity', 'infinity')`,
       )
     ).rows
       .map((r) => r['QUERY PLAN'])
@@ -79,6 +80,20 @@ describe('the fan-out statements on a generic plan', () => {
     );
     expect(plan).toMatch(/webhooks_routing_idx/);
     expect(plan).not.toMatch(/Seq Scan on (entregas|webhooks)/);
+
+    // With the event's day known (jobs carry it), the same kept plan prunes every other day's
+    // partition as it starts: one probe, of that day's part of the index.
+    const days = partitionRange([new Date().toISOString()]);
+    const pruned = (
+      await pool.query<{ 'QUERY PLAN': string }>(
+        `explain (costs off) execute find_routed_deliveries('{${known}}', '{GUIA_CREADA}', '{${empresaId}}', '{NULL}', '{live}', '{NULL}', '${days.from}', '${days.to}')`,
+      )
+    ).rows
+      .map((r) => r['QUERY PLAN'])
+      .join('\n');
+    expect(plan.match(/on entregas_(p\d{8}|default)\b/g)?.length).toBeGreaterThan(2);
+    expect(pruned.match(/on entregas_(p\d{8}|default)\b/g)?.length ?? 0).toBeLessThanOrEqual(2);
+    expect(pruned).toMatch(/Subplans Removed: \d+/);
   }, 30_000);
 
   it('planned on a few webhooks, the insert checks each row\'s webhook by its key once there are thousands', async () => {
@@ -102,7 +117,7 @@ describe('the fan-out statements on a generic plan', () => {
       const plan = (
         // EXECUTE takes no bind parameters: one deferred delivery, no attempt, no event to mark.
         await onePool.query<{ 'QUERY PLAN': string }>(
-          `explain (costs off) execute insert_new_deliveries('{}', '{00000000-0000-4000-8000-000000000003}', '{${webhookId}}',
+          `explain (costs off) execute insert_new_deliveries('{}', '-infinity', 'infinity', '{00000000-0000-4000-8000-000000000003}', '{${webhookId}}',
              '{00000000-0000-4000-8000-000000000004}', '{GUIA_CREADA}', '{G}', '{pendiente}', '{0}', '{0}', '{NULL}', '{NULL}',
              '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')`,
         )

@@ -133,7 +133,7 @@ describe('dispatcher: a first attempt is sent, then recorded with its delivery',
         },
       ],
       // As a second run of the event's job: its event marked again, which gives its deliveries' key.
-      markFannedOut([row!.evento_id]),
+      markFannedOut([{ eventId: row!.evento_id }]),
     );
     expect(again.size).toBe(0);
     expect(await count(fx.pool, `select count(*) n from entregas where estado = 'exitosa'`)).toBe(2);

@@ -72,6 +72,8 @@ describe('the event outbox', () => {
       ...(row.secuencia === null ? {} : { sequence: row.secuencia }),
       mode: row.modo,
       ...(webhooksVersion === undefined ? {} : { webhooksVersion }),
+      // The row's partition key, exactly: the dispatcher finds the row by it (decision 0009).
+      partitionAt: row.created_at.toISOString(),
     });
     expect(Number.isNaN(Date.parse(job!.data.committedAt))).toBe(false);
   }

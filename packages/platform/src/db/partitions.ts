@@ -49,6 +49,38 @@ export const dayOf = (at: Date): Date => new Date(Math.floor(at.getTime() / DAY_
 
 const addDays = (day: Date, n: number): Date => new Date(day.getTime() + n * DAY_MS);
 
+/**
+ * A key read back from Postgres is its value truncated to the millisecond (Postgres keeps
+ * microseconds): a range of keys is widened by a second on each side, which still names one day
+ * (two within a second of midnight) and never misses the row.
+ */
+const KEY_MARGIN_MS = 1000;
+
+/** The partition keys a statement's rows lie between, as timestamptz parameters. */
+export interface PartitionRange {
+  from: string;
+  to: string;
+}
+
+/**
+ * The range of partition keys of rows found by id (jobs carry their rows' keys): the statement adds
+ * `<key> between from and to`, so its plan touches only those days' partitions (Postgres prunes the
+ * others as the prepared statement starts). Unbounded when any key is unknown (a job queued before
+ * jobs carried it): every day is probed, as before.
+ */
+export function partitionRange(keys: Iterable<string | Date | null | undefined>): PartitionRange {
+  let min = Infinity;
+  let max = -Infinity;
+  for (const key of keys) {
+    const at = key === null || key === undefined ? NaN : new Date(key).getTime();
+    if (Number.isNaN(at)) return { from: '-infinity', to: 'infinity' };
+    if (at < min) min = at;
+    if (at > max) max = at;
+  }
+  if (min === Infinity) return { from: '-infinity', to: 'infinity' };
+  return { from: new Date(min - KEY_MARGIN_MS).toISOString(), to: new Date(max + KEY_MARGIN_MS).toISOString() };
+}
+
 /** `entregas_p20261202` for the day that starts at 2026-12-02 00:00 UTC. */
 export function partitionName(table: PartitionedTable, day: Date): string {
   return `${table}_p${day.toISOString().slice(0, 10).replaceAll('-', '')}`;

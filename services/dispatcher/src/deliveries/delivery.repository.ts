@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import { prepared, type Db } from '@svc/platform';
+import { partitionRange, prepared, type Db, type PartitionRange } from '@svc/platform';
 import type { DeliveryState, Entrega } from '@svc/contracts';
 import type { NullableColumns } from '../webhooks/webhook.repository';
 
@@ -30,12 +30,14 @@ export interface Routing<W> {
 /**
  * The routes of a batch of events (`routed`: rows of event_id, webhooks_version and a webhook's
  * columns, among them its id, null where the event goes nowhere) with the original delivery each
- * already has, in one read: a second run of an event (a stalled job, the reconciler's re-queue)
+ * already has, looked for in the events' days (`days`: an event's own deliveries are kept in its
+ * day), in one read: a second run of an event (a stalled job, the reconciler's re-queue)
  * finds what the first one recorded.
  */
 export async function findRoutedDeliveries<W extends { id: string }>(
   db: Db,
   routed: RawBuilder<NullableColumns<W> & { event_id: string; webhooks_version: string }>,
+  days: PartitionRange,
 ): Promise<Routing<W>> {
   type Row = NullableColumns<W> & {
     event_id: string;
@@ -54,6 +56,7 @@ export async function findRoutedDeliveries<W extends { id: string }>(
     left join lateral (
       select e.id, e.estado, e.intentos from entregas e
       where e.evento_id = r.event_id and e.webhook_id = r.id and e.evento_id is not null and not e.es_reenvio
+        and e.particion_en between ${days.from}::timestamptz and ${days.to}::timestamptz
       limit 1
     ) e on true`;
   const result = await db.executeQuery<Row>(prepared('find_routed_deliveries', query, db));
@@ -72,13 +75,22 @@ export async function findRoutedDeliveries<W extends { id: string }>(
   return { routes, versions };
 }
 
-/** Where each delivery of a batch stands, in one query; unknown ids are simply absent. */
-export async function findDeliveryProgress(db: Db, ids: readonly string[]): Promise<Map<string, DeliveryProgress>> {
-  if (ids.length === 0) return new Map();
+/** A delivery found by its id, with its partition key when its job carries it. */
+export interface DeliveryKey {
+  id: string;
+  partitionAt?: string | undefined;
+}
+
+/** Where each delivery of a batch stands, in one query on their days' partitions; unknown ids are simply absent. */
+export async function findDeliveryProgress(db: Db, keys: readonly DeliveryKey[]): Promise<Map<string, DeliveryProgress>> {
+  if (keys.length === 0) return new Map();
+  const days = partitionRange(keys.map((k) => k.partitionAt));
   const rows = await db
     .selectFrom('entregas')
     .select(['id', 'estado', 'intentos'])
-    .where('id', '=', sql<string>`any(${sql.val([...ids])}::uuid[])`)
+    .where('id', '=', sql<string>`any(${sql.val([...new Set(keys.map((k) => k.id))])}::uuid[])`)
+    .where('particion_en', '>=', sql<Date>`${days.from}::timestamptz`)
+    .where('particion_en', '<=', sql<Date>`${days.to}::timestamptz`)
     .execute();
   return new Map(rows.map((r) => [r.id, { estado: r.estado, intentos: r.intentos }]));
 }

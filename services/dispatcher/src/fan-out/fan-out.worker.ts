@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import { parse as parseUuid, v5 as uuidv5 } from 'uuid';
 import { deliveryJobOf, isNoticeEvent, JOBS, type DeliveryJob, type ShipmentEventJob } from '@svc/contracts';
-import { validPayload, type Db, type SecretBox, type WebhookTargetRow } from '@svc/platform';
+import { partitionRange, validPayload, type Db, type SecretBox, type WebhookTargetRow } from '@svc/platform';
 import { createMicroBatcher, type MicroBatchOptions } from '../support/micro-batch';
 import type { PostgresWatch } from '../support/postgres-watch';
 import { findRoutedDeliveries, type RoutedDelivery } from '../deliveries/delivery.repository';
@@ -81,7 +81,7 @@ export function createFanOut(deps: {
     // A stalled job can be run twice at once; one entry per event is enough.
     const byId = new Map(events.map((e) => [e.eventId, e]));
     const routable = [...byId.values()].map((e) => ({ eventId: e.eventId, about: aboutOf(e), ...routeKeyOf(e) }));
-    const { routes, versions } = await postgres.observe(findRoutedDeliveries<WebhookTargetRow>(db, routedWebhooks(routable)));
+    const { routes, versions } = await postgres.observe(findRoutedDeliveries<WebhookTargetRow>(db, routedWebhooks(routable), partitionRange([...byId.values()].map((e) => e.partitionAt))));
     // One statement sees each webhook once, however many of its events it routes: opened once.
     const opened = new Map<string, ReadTarget>();
     const perEvent = new Map<string, RoutedDelivery<ReadTarget>[]>();
@@ -136,7 +136,7 @@ export function createFanOut(deps: {
         unsent.push(deliveryJobOf(event, { deliveryId: existing.id, attempt: 1, webhookId }));
       }
     }
-    await deliveries.deliverEvent({ eventId: event.eventId, numeroGuia: shipmentOf(event), fresh, unsent, retries });
+    await deliveries.deliverEvent({ eventId: event.eventId, numeroGuia: shipmentOf(event), partitionAt: event.partitionAt, fresh, unsent, retries });
     return fresh.length + retries.length + unsent.length;
   }
 

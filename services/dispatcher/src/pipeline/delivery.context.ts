@@ -16,7 +16,7 @@ import {
   type NewDelivery,
   type Postponement,
 } from '@svc/platform';
-import { findDeliveryProgress, type DeliveryProgress } from '../deliveries/delivery.repository';
+import { findDeliveryProgress, type DeliveryKey, type DeliveryProgress } from '../deliveries/delivery.repository';
 import type { WebhookSlots } from '../fair-share/webhook-slots.limiter';
 import type { EndpointHealth } from '../health/endpoint-health';
 import type { ListenRelay } from '../listen/listen.relay';
@@ -66,6 +66,8 @@ export interface DeliveryOptions {
 export interface EventRecord {
   rows: NewDelivery[];
   eventId: string | null;
+  /** The event's row's partition key, as its job carries it. */
+  partitionAt?: string | undefined;
 }
 
 /**
@@ -78,7 +80,7 @@ export interface DeliveryContext extends DeliveryDeps {
   /** First attempts' targets, reused (opened) for WEBHOOK_CACHE_MS. */
   targetCache: Map<string, { at: number; target: ReadTarget | undefined }>;
   /** Where deliveries stand. */
-  progress: MicroBatcher<string, DeliveryProgress | undefined>;
+  progress: MicroBatcher<DeliveryKey, DeliveryProgress | undefined>;
   /** Attempts on existing rows: true where the row took it. */
   attempts: MicroBatcher<AttemptRecord, boolean>;
   /** Due times of deferred attempts on existing rows. */
@@ -99,9 +101,9 @@ export function createDeliveryContext(deps: DeliveryDeps, options: DeliveryOptio
       return ids.map((id) => found.get(id));
     }, DELIVERY_STATEMENTS),
     targetCache: new Map(),
-    progress: createMicroBatcher(async (ids) => {
-      const found = await findDeliveryProgress(db, [...new Set(ids)]);
-      return ids.map((id) => found.get(id));
+    progress: createMicroBatcher(async (keys) => {
+      const found = await findDeliveryProgress(db, keys);
+      return keys.map((k) => found.get(k.id));
     }, DELIVERY_STATEMENTS),
     attempts: createMicroBatcher(async (attempts) => {
       const changed = await recordAttempts(db, attempts);
@@ -112,8 +114,8 @@ export function createDeliveryContext(deps: DeliveryDeps, options: DeliveryOptio
       return postponed.map(() => undefined);
     }, DELIVERY_STATEMENTS),
     events: createMicroBatcher(async (records) => {
-      const eventIds = [...new Set(records.flatMap((r) => (r.eventId === null ? [] : [r.eventId])))];
-      const inserted = await deps.postgres.observe(insertNewDeliveries(db, records.flatMap((r) => r.rows), markFannedOut(eventIds)));
+      const events = new Map(records.flatMap((r) => (r.eventId === null ? [] : [[r.eventId, { eventId: r.eventId, partitionAt: r.partitionAt }] as const])));
+      const inserted = await deps.postgres.observe(insertNewDeliveries(db, records.flatMap((r) => r.rows), markFannedOut([...events.values()])));
       return records.map(() => inserted);
     }, EVENT_RECORDS),
     recordRetryMs: options.recordRetryMs ?? RECORD_RETRY_MS,

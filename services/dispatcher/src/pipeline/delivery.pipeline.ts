@@ -14,6 +14,8 @@ export interface EventDeliveries {
   eventId: string;
   /** Null for a notice. */
   numeroGuia: string | null;
+  /** The event's row's partition key, as its job carries it. */
+  partitionAt?: string | undefined;
   /** Deliveries with no row yet, each with its webhook's target: their first attempts. */
   fresh: Array<{ delivery: DeliveryJob; target: ReadTarget }>;
   /** Recorded before their first attempt (deferred, or by an earlier version), with no job of their own. */
@@ -83,7 +85,7 @@ export function createDeliveryPipeline(deps: DeliveryDeps, options: DeliveryOpti
       // The event is fanned out once every delivery it owes is recorded: if a first attempt threw,
       // it stays owed and its job's next run (or the reconciler) makes that one.
       const complete = attempted.length === event.fresh.length;
-      const recorded = await recordEvent(ctx, { eventId: event.eventId, numeroGuia: event.numeroGuia, complete }, attempted);
+      const recorded = await recordEvent(ctx, { eventId: event.eventId, numeroGuia: event.numeroGuia, complete, partitionAt: event.partitionAt }, attempted);
       const settled = await Promise.allSettled(recorded.map((r) => settle(ctx, r)));
 
       const failed = [...firsts, ...others, ...settled].find((s): s is PromiseRejectedResult => s.status === 'rejected');

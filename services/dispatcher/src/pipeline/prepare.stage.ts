@@ -37,7 +37,7 @@ export interface PrepareInput {
 export async function prepare(ctx: DeliveryContext, input: PrepareInput): Promise<Ready | Ended> {
   const { delivery, ownJob, untouched } = input;
   const [progress, target] = await Promise.all([
-    untouched ? ({ estado: 'pendiente', intentos: 0 } satisfies DeliveryProgress) : ctx.progress.submit(delivery.deliveryId),
+    untouched ? ({ estado: 'pendiente', intentos: 0 } satisfies DeliveryProgress) : ctx.progress.submit({ id: delivery.deliveryId, partitionAt: delivery.partitionAt }),
     // A first attempt takes the webhook from the cache; a retry reads it afresh.
     delivery.attempt === 1 ? cachedTarget(ctx, delivery.webhookId) : ctx.targets.submit(delivery.webhookId),
   ]);
@@ -47,7 +47,7 @@ export async function prepare(ctx: DeliveryContext, input: PrepareInput): Promis
   }
   if (progress.estado !== 'pendiente' || progress.intentos !== delivery.attempt - 1) return { stage: 'ended', step: 'duplicate' };
   if (!target.active) {
-    if (await abandonDelivery(ctx.db, delivery.deliveryId)) reportFinished(ctx, delivery, 'failure', { intentos: progress.intentos, reason: 'webhook inactive' });
+    if (await abandonDelivery(ctx.db, delivery.deliveryId, delivery.partitionAt)) reportFinished(ctx, delivery, 'failure', { intentos: progress.intentos, reason: 'webhook inactive' });
     return { stage: 'ended', step: 'failure' };
   }
   // Never signed with a wrong key: the job fails (logged with the reason), BullMQ and then the

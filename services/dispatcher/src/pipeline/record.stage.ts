@@ -13,7 +13,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export async function recordAttempt(ctx: DeliveryContext, attempted: Attempted): Promise<Recorded> {
   if (attempted.stage === 'deferred') {
     const { delivery, until } = attempted;
-    await ctx.postponements.submit({ id: delivery.deliveryId, attempt: delivery.attempt, at: new Date(until) });
+    await ctx.postponements.submit({ id: delivery.deliveryId, attempt: delivery.attempt, at: new Date(until), partitionAt: delivery.partitionAt });
     return { ...attempted, recorded: true };
   }
   const { record } = attempted;
@@ -30,11 +30,11 @@ export async function recordAttempt(ctx: DeliveryContext, attempted: Attempted):
  */
 export async function recordEvent(
   ctx: DeliveryContext,
-  event: { eventId: string; numeroGuia: string | null; complete: boolean },
+  event: { eventId: string; numeroGuia: string | null; complete: boolean; partitionAt?: string | undefined },
   attempted: readonly Attempted[],
 ): Promise<Recorded[]> {
   const rows = attempted.map((a) => newDelivery(a, event.numeroGuia));
-  const inserted = await untilWritten(ctx, () => ctx.events.submit({ rows, eventId: event.complete ? event.eventId : null }), {
+  const inserted = await untilWritten(ctx, () => ctx.events.submit({ rows, eventId: event.complete ? event.eventId : null, partitionAt: event.partitionAt }), {
     eventId: event.eventId,
     deliveries: attempted.length,
   });

@@ -69,6 +69,7 @@ export async function send(ctx: DeliveryContext, ready: Ready): Promise<Sent | D
       response: outcome.response,
       state: verdict.estado,
       nextAt: verdict.kind === 'retry' ? new Date(verdict.dueAt) : null,
+      partitionAt: delivery.partitionAt,
     },
   };
 }

@@ -76,22 +76,24 @@ export async function queueClaimedDeliveries(deps: DeliveryRequeueDeps, overdue:
   const orphaned: Array<{ deliveryId: string; event: EventName }> = [];
   for (const o of overdue) {
     const common = { deliveryId: o.deliveryId, attempt: o.attempt, webhookId: o.webhookId, eventId: o.eventId };
+    // The row's own key: a resend's is its creation, not its event's.
+    const partitionAt = o.partitionAt.toISOString();
     if (o.event === 'PING') {
       // The resend of a PING: no event row; its data is empty and its mode the webhook's.
       const webhook = pinged.get(o.webhookId);
       if (!webhook) continue;
-      jobs.push({ ...common, empresaId: webhook.empresaId, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode: webhook.mode });
+      jobs.push({ ...common, empresaId: webhook.empresaId, evento: 'PING', data: {}, committedAt: (o.resentAt ?? new Date()).toISOString(), requestId: null, mode: webhook.mode, partitionAt });
       continue;
     }
     const event = events.get(o.eventId);
     if (!event) {
       // Retention keeps an event while any delivery names it, so only a hand (or a tool writing
       // straight to the queue) removes it: there is nothing left to sign and send.
-      if (await abandonDelivery(db, o.deliveryId)) orphaned.push({ deliveryId: o.deliveryId, event: o.event });
+      if (await abandonDelivery(db, o.deliveryId, partitionAt)) orphaned.push({ deliveryId: o.deliveryId, event: o.event });
       continue;
     }
     // A resend's work was committed when it was made.
-    jobs.push({ ...deliveryJobOf(event, o), committedAt: o.resentAt?.toISOString() ?? event.committedAt });
+    jobs.push({ ...deliveryJobOf(event, o), committedAt: o.resentAt?.toISOString() ?? event.committedAt, partitionAt });
   }
   const n = await requeue(deliveryQueue, JOBS.delivery, jobs);
   return { seen: overdue.length, queued: n, deliveryIds: jobs.slice(0, 20).map((j) => j.deliveryId), ...(orphaned.length > 0 ? { orphaned } : {}) };

@@ -312,6 +312,8 @@ export interface ResentEvent {
 
 export interface Resent extends LoggedDelivery {
   event: ResentEvent | null;
+  /** The new delivery's partition key (its first attempt's job carries it). */
+  partitionAt: Date;
 }
 
 /**
@@ -344,7 +346,7 @@ async function insertResends(
   limit: number,
 ): Promise<{ resends: Resent[]; last: RecoveryPosition | undefined }> {
   const result = await sql<
-    LoggedRow & { event_data: LoggedEventData | null; event_sequence: number | null; event_modo: Modo | null; original_at: string }
+    LoggedRow & { event_data: LoggedEventData | null; event_sequence: number | null; event_modo: Modo | null; original_at: string; particion_en: Date }
   >`
     with picked as (
       select e.id, e.webhook_id, e.evento_id, e.evento, e.numero_guia, e.created_at, ev.event_data, ev.event_sequence, ev.event_modo
@@ -361,6 +363,7 @@ async function insertResends(
   const resends = result.rows.map((r) => ({
     ...toLogged(r),
     event: r.event_data === null || r.event_modo === null ? null : { data: r.event_data, sequence: r.event_sequence, modo: r.event_modo },
+    partitionAt: r.particion_en,
   }));
   const last = result.rows[result.rows.length - 1];
   return { resends, last: last && last.reenvio_de !== null ? { at: last.original_at, id: last.reenvio_de } : undefined };
@@ -423,7 +426,7 @@ export async function insertRecoveryResends(
  * second replay of the window finds these and makes none again.
  */
 export async function insertOmittedDeliveries(trx: Transaction, webhookId: string, window: RecoveryWindow, limit: number): Promise<Resent[]> {
-  const result = await sql<LoggedRow & { event_data: LoggedEventData; event_sequence: number | null; event_modo: Modo }>`
+  const result = await sql<LoggedRow & { event_data: LoggedEventData; event_sequence: number | null; event_modo: Modo; particion_en: Date }>`
     with picked as (
       select w.id as webhook_id, o.id as evento_id, o.evento, o.data ->> 'numeroGuia' as numero_guia,
         o.data as event_data, o.secuencia as event_sequence, o.modo as event_modo, o.created_at as event_at
@@ -446,7 +449,7 @@ export async function insertOmittedDeliveries(trx: Transaction, webhookId: strin
     from ins join picked on picked.evento_id = ins.evento_id
     order by picked.event_at, picked.evento_id
   `.execute(trx);
-  return result.rows.map((r) => ({ ...toLogged(r), event: { data: r.event_data, sequence: r.event_sequence, modo: r.event_modo } }));
+  return result.rows.map((r) => ({ ...toLogged(r), event: { data: r.event_data, sequence: r.event_sequence, modo: r.event_modo }, partitionAt: r.particion_en }));
 }
 
 /** How many deliveries a recovery of the window would still resend: its answer's `pendientes`. */

@@ -63,7 +63,16 @@ export async function deliveryDetail(deps: Deps, scope: CompanyScope, id: string
 
 /** The first attempt of a resend: its event as the outbox keeps it, or for a PING `{}` in the webhook's mode. */
 function firstAttempt(w: Webhook, d: Resent, requestId: string): DeliveryJob {
-  const common = { deliveryId: d.id, empresaId: w.empresa_id, attempt: 1, webhookId: w.id, eventId: d.eventoId ?? d.id, committedAt: d.createdAt.toISOString(), requestId };
+  const common = {
+    deliveryId: d.id,
+    empresaId: w.empresa_id,
+    attempt: 1,
+    webhookId: w.id,
+    eventId: d.eventoId ?? d.id,
+    committedAt: d.createdAt.toISOString(),
+    requestId,
+    partitionAt: d.partitionAt.toISOString(),
+  };
   if (d.event === null) return { ...common, evento: 'PING', data: {}, mode: w.modo };
   return {
     ...common,

@@ -73,10 +73,9 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       metrics.outboxRelayed.inc({ path: 'relay' }, batch.length);
       // The mark runs while the next batch is added: the job is queued already, and a row left
       // unmarked is only added again by the sweep, under the same job id, which BullMQ ignores.
-      const ids = batch.map((j) => j.eventId);
       marking = marking
-        .then(() => markSent(db, ids))
-        .catch((err: unknown) => logger.warn({ err: (err as Error).message, events: ids.length }, 'outbox rows not marked sent; the sweep will add them again'));
+        .then(() => markSent(db, batch))
+        .catch((err: unknown) => logger.warn({ err: (err as Error).message, events: batch.length }, 'outbox rows not marked sent; the sweep will add them again'));
     }
   }
 
@@ -95,10 +94,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       const jobs = await lockUnsent(trx, sweepMinAgeMs, batchSize);
       if (jobs.length === 0) return 0;
       await addJobs(queue, jobs);
-      await markSent(
-        trx,
-        jobs.map((j) => j.eventId),
-      );
+      await markSent(trx, jobs);
       metrics.outboxRelayed.inc({ path: 'sweep' }, jobs.length);
       return jobs.length;
     });

@@ -36,9 +36,13 @@ export function creationEvent(owner: CompanyScope, requestId: string | null, num
   return shipmentEvent(owner, requestId, { evento: 'GUIA_CREADA', data: guiaCreadaData(numeroGuia), sequence: CREATION_SEQUENCE });
 }
 
-/** The jobs of events a statement has written, with the company's webhook count it read. */
-export function pendingJobs(events: readonly NewEvent[], webhooksVersion: number): PendingJob[] {
-  return events.map((e) => ({ ...e, webhooksVersion }));
+/**
+ * The jobs of events a statement has written, with the company's webhook count it read and the
+ * events' creation (their rows' partition key: the statement's `now()`, the transaction's start).
+ */
+export function pendingJobs(events: readonly NewEvent[], webhooksVersion: number, createdAt: Date): PendingJob[] {
+  const partitionAt = createdAt.toISOString();
+  return events.map((e) => ({ ...e, webhooksVersion, partitionAt }));
 }
 
 /** Locks a batch of committed-but-unsent events older than `minAgeMs`; other sweepers skip them. */

@@ -99,7 +99,8 @@ export async function insertShipments(
   const createdAt = new Map(result.rows.map((r) => [r.numero_guia, r.created_at]));
   return {
     createdAt: shipments.map((s) => createdAt.get(s.numeroGuia)!),
-    jobs: pendingJobs(events, Number(first.webhooks_version)),
+    // The events' rows take the statement's now(), as the shipments' do.
+    jobs: pendingJobs(events, Number(first.webhooks_version), first.created_at),
   };
 }
 

@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { DeliveryState, EventName } from '@svc/contracts';
 import { prepared, type Db, type Transaction } from '../database';
-import { countPartition, dropPartitions, lockTables, partitionName, withLockRetries } from '../partitions';
+import { countPartition, dropPartitions, lockTables, partitionName, partitionRange, withLockRetries } from '../partitions';
 import { insertDeliveryAttempts, type DeliveryAttempt } from './delivery-attempts.table';
 import { keepEventsResendsName, outboxDayOwed } from './outbox.table';
 
@@ -92,6 +92,8 @@ export interface AttemptRecord extends DeliveryAttempt {
   state: DeliveryState;
   /** When the next attempt is due (`pendiente` only). */
   nextAt: Date | null;
+  /** The delivery's partition key, as its job carries it (`DeliveryJob.partitionAt`); absent: unknown. */
+  partitionAt?: string | undefined;
 }
 
 /**
@@ -103,6 +105,8 @@ export interface AttemptRecord extends DeliveryAttempt {
  */
 export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[]): Promise<Set<string>> {
   if (attempts.length === 0) return new Set();
+  // Their days only: the prepared statement prunes the other partitions as it starts.
+  const days = partitionRange(attempts.map((a) => a.partitionAt));
   // Prepared: it runs for every batch of attempts, with the same text (arrays as parameters).
   const query = sql<{ id: string }>`
     with v as (
@@ -124,6 +128,7 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
         proximo_intento_en = v.next_at
       from v
       where e.id = v.id and e.estado = 'pendiente' and e.intentos < v.intento
+        and e.particion_en between ${days.from}::timestamptz and ${days.to}::timestamptz
       returning e.id, e.particion_en
     ), logged as (${insertDeliveryAttempts(attempts, 'changed')})
     select id from changed
@@ -133,11 +138,14 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
 }
 
 /** Ends a pending delivery as failed without an attempt (its webhook was deactivated meanwhile, or its event row is gone). */
-export async function abandonDelivery(db: Db, id: string): Promise<boolean> {
+export async function abandonDelivery(db: Db, id: string, partitionAt?: string): Promise<boolean> {
+  const days = partitionRange([partitionAt]);
   const row = await db
     .updateTable('entregas')
     .set({ estado: 'fallida', exitoso: false, proximo_intento_en: null })
     .where('id', '=', id)
+    .where('particion_en', '>=', sql<Date>`${days.from}::timestamptz`)
+    .where('particion_en', '<=', sql<Date>`${days.to}::timestamptz`)
     .where('estado', '=', 'pendiente')
     .returning('id')
     .executeTakeFirst();
@@ -170,6 +178,8 @@ export interface OverdueDelivery {
   attempt: number;
   /** For a resend, when it was made (its job's `committedAt`); null for an event's own delivery. */
   resentAt: Date | null;
+  /** The delivery's partition key (its job's `partitionAt`). */
+  partitionAt: Date;
 }
 
 /**
@@ -196,7 +206,7 @@ async function claimDue(db: Db, set: RawBuilder<unknown>, due: RawBuilder<unknow
       limit ${limit}
       for update skip locked
     )
-    returning id, webhook_id, evento_id, evento, intentos, es_reenvio, created_at
+    returning id, webhook_id, evento_id, evento, intentos, es_reenvio, created_at, particion_en
   `.execute(db);
   return result.rows.map(overdueOf);
 }
@@ -209,6 +219,7 @@ interface OverdueRow {
   intentos: number;
   es_reenvio: boolean;
   created_at: Date;
+  particion_en: Date;
 }
 
 const overdueOf = (r: OverdueRow): OverdueDelivery => ({
@@ -218,6 +229,7 @@ const overdueOf = (r: OverdueRow): OverdueDelivery => ({
   event: r.evento,
   attempt: r.intentos + 1,
   resentAt: r.es_reenvio ? r.created_at : null,
+  partitionAt: r.particion_en,
 });
 
 /**
@@ -235,6 +247,8 @@ export interface Postponement {
   attempt: number;
   /** When it comes back. */
   at: Date;
+  /** The delivery's partition key, as its job carries it; absent: unknown. */
+  partitionAt?: string | undefined;
 }
 
 /**
@@ -246,6 +260,7 @@ export interface Postponement {
  */
 export async function postponeDeliveries(db: Db, postponed: readonly Postponement[]): Promise<void> {
   if (postponed.length === 0) return;
+  const days = partitionRange(postponed.map((p) => p.partitionAt));
   await sql`
     update entregas as e set proximo_intento_en = v.at, diferida = true
     from unnest(
@@ -254,6 +269,7 @@ export async function postponeDeliveries(db: Db, postponed: readonly Postponemen
       ${sql.val(postponed.map((p) => p.at.toISOString()))}::timestamptz[]
     ) as v(id, intento, at)
     where e.id = v.id and e.estado = 'pendiente' and e.intentos = v.intento - 1
+      and e.particion_en between ${days.from}::timestamptz and ${days.to}::timestamptz
   `.execute(db);
 }
 
@@ -357,7 +373,7 @@ export function insertResendsOf(picked: string): RawBuilder<unknown> {
     select gen_random_uuid(), webhook_id, coalesce(evento_id, id), evento, numero_guia, id, true, now()
     from ${sql.table(picked)}
     returning id, evento, exitoso, status_code, intentos, ultimo_intento_en, created_at, estado, evento_id, numero_guia, reenvio_de,
-      created_at::text as at`;
+      created_at::text as at, particion_en`;
 }
 
 /**
@@ -376,5 +392,5 @@ export function insertOmittedOf(picked: string): RawBuilder<unknown> {
     from ${sql.table(picked)}
     on conflict do nothing
     returning id, evento, exitoso, status_code, intentos, ultimo_intento_en, created_at, estado, evento_id, numero_guia, reenvio_de,
-      created_at::text as at`;
+      created_at::text as at, particion_en`;
 }

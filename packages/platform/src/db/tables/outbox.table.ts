@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Modo, NoticeEvent, ShipmentEventJob, WebhookNoticeData } from '@svc/contracts';
 import type { Db, Transaction } from '../database';
-import { partitionName } from '../partitions';
+import { partitionName, partitionRange } from '../partitions';
 import { webhooksVersionOf } from './webhooks.table';
 
 /**
@@ -66,10 +66,13 @@ export async function insertEvents(trx: Transaction, events: readonly NewEvent[]
   const rows = await trx
     .insertInto('outbox')
     .values(events.map((e) => ({ ...rowOf(e), data: JSON.stringify(e.data) })))
-    .returning(['id', webhooksVersionOf(sql.ref('outbox.empresa_id')).as('webhooks_version')])
+    .returning(['id', 'created_at', webhooksVersionOf(sql.ref('outbox.empresa_id')).as('webhooks_version')])
     .execute();
-  const versions = new Map(rows.map((r) => [r.id, Number(r.webhooks_version)]));
-  return events.map((e) => ({ ...e, webhooksVersion: versions.get(e.eventId) ?? 0 }));
+  const written = new Map(rows.map((r) => [r.id, r]));
+  return events.map((e) => {
+    const row = written.get(e.eventId);
+    return { ...e, webhooksVersion: Number(row?.webhooks_version ?? 0), ...(row ? { partitionAt: row.created_at.toISOString() } : {}) };
+  });
 }
 
 /** A notice about one of a company's webhooks (extensions.md, Endpoint health): an event of the log with no shipment. */
@@ -103,7 +106,7 @@ export async function insertNotice(trx: Transaction, n: NewNotice): Promise<Pend
       modo: n.mode,
       enviado_en: sql<Date>`now()`,
     })
-    .returning([webhooksVersionOf(sql.ref('outbox.empresa_id')).as('webhooks_version')])
+    .returning(['created_at', webhooksVersionOf(sql.ref('outbox.empresa_id')).as('webhooks_version')])
     .executeTakeFirstOrThrow();
   return {
     eventId: n.eventId,
@@ -114,16 +117,26 @@ export async function insertNotice(trx: Transaction, n: NewNotice): Promise<Pend
     requestId: null,
     mode: n.mode,
     webhooksVersion: Number(row.webhooks_version),
+    partitionAt: row.created_at.toISOString(),
   };
 }
 
-/** Marks events relayed (queued for the dispatcher), the first time only. */
-export async function markSent(db: Db, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
+/** An event found by its id, with its row's partition key when its job carries it. */
+export interface EventKey {
+  eventId: string;
+  partitionAt?: string | undefined;
+}
+
+/** Marks events relayed (queued for the dispatcher), the first time only; only their days' partitions are touched. */
+export async function markSent(db: Db, events: readonly EventKey[]): Promise<void> {
+  if (events.length === 0) return;
+  const { from, to } = partitionRange(events.map((e) => e.partitionAt));
   await db
     .updateTable('outbox')
     .set({ enviado_en: sql<Date>`now()` })
-    .where('id', '=', sql<string>`any(${sql.val(ids)}::uuid[])`)
+    .where('id', '=', sql<string>`any(${sql.val(events.map((e) => e.eventId))}::uuid[])`)
+    .where('created_at', '>=', sql<Date>`${from}::timestamptz`)
+    .where('created_at', '<=', sql<Date>`${to}::timestamptz`)
     .where('enviado_en', 'is', null)
     .execute();
 }
@@ -131,14 +144,16 @@ export async function markSent(db: Db, ids: string[]): Promise<void> {
 /**
  * Marks the events fanned out (the first time only), as a fragment of the statement that records
  * their deliveries; returns each event's id and its creation (its deliveries' partition key). The
- * row is found by its id alone: that statement runs on a generic plan
+ * row is found by its id and its day (`partitionRange`), not by its state: that statement runs on a generic plan
  * (prepared, planned once per connection), and with `repartido_en is null` in the filter that plan
  * also walked `outbox_sin_repartir_idx`, every event not yet fanned out, at each run.
  */
-export function markFannedOut(eventIds: readonly string[]): RawBuilder<{ id: string; created_at: Date }> {
+export function markFannedOut(events: readonly EventKey[]): RawBuilder<{ id: string; created_at: Date }> {
+  const { from, to } = partitionRange(events.map((e) => e.partitionAt));
   return sql`
     update outbox set repartido_en = coalesce(repartido_en, now())
-    where id = any(${sql.val([...eventIds])}::uuid[])
+    where id = any(${sql.val(events.map((e) => e.eventId))}::uuid[])
+      and created_at between ${from}::timestamptz and ${to}::timestamptz
     returning id, created_at`;
 }
 
