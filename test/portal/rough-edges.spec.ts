@@ -197,3 +197,72 @@ test('a test shipment without a sandbox webhook says so, once it knows', async (
   await expect(page.getByText('Ninguna entrega todavía.')).toBeVisible();
   await expect(page.getByRole('link', { name: 'Registre un webhook de Sandbox' })).toBeVisible();
 });
+
+test('Avisos de salud: a webhook for GUIA_ENTREGADA and WEBHOOK_DESACTIVADO, both checked when edited, and a list of notices only said so', async ({ page, portal }) => {
+  const { stack } = portal;
+  const empresa = await portal.company({ nombre: 'Mensajería Atitlán' });
+  const tokens = await portal.admin('POST', `/empresas/${empresa.id}/tokens`);
+  expect(tokens.status).toBe(201);
+  const live = tokens.body.data.live as string;
+  await portal.enter(page, empresa.id);
+  await page.getByRole('navigation', { name: 'Secciones' }).getByRole('link', { name: 'Webhooks' }).click();
+  await page.getByRole('button', { name: 'Crear webhook' }).click();
+  const form = page.getByRole('form', { name: 'Crear webhook' });
+  const eventos = form.getByRole('group', { name: 'Eventos' });
+  const avisos = form.getByRole('group', { name: 'Avisos de salud' });
+  await expect(eventos).toHaveAccessibleDescription('Si no marca ninguno, ni aquí ni en Avisos de salud, el webhook recibe todos los eventos de guía.');
+  await expect(avisos).toHaveAccessibleDescription('Avisos de la plataforma sobre sus otros webhooks. Se reciben solo si los marca.');
+  // The notices are in their own group, each described; the shipment events' group has none of them.
+  await expect(avisos.getByRole('checkbox')).toHaveCount(2);
+  await expect(eventos.getByRole('checkbox', { name: /^WEBHOOK_/ })).toHaveCount(0);
+  await expect(avisos.getByRole('checkbox', { name: 'WEBHOOK_FALLANDO', exact: true })).toHaveAccessibleDescription('el webhook lleva fallas continuas (a lo sumo uno por día)');
+  const desactivado = avisos.getByRole('checkbox', { name: 'WEBHOOK_DESACTIVADO', exact: true });
+  await expect(desactivado).toHaveAccessibleDescription('la plataforma desactivó el webhook');
+  const onlyNotices = form.getByText('Este webhook solo recibirá avisos, ningún evento de guía.');
+  await expect(onlyNotices).toHaveCount(0);
+
+  // The notice ticked first: alone it leaves no shipment event, and the form says so until one is ticked.
+  const url = portal.receiver.url('/avisos');
+  await form.getByLabel('URL').fill(url);
+  await desactivado.check();
+  await expect(onlyNotices).toBeVisible();
+  await eventos.getByRole('checkbox', { name: 'GUIA_ENTREGADA', exact: true }).check();
+  await expect(onlyNotices).toHaveCount(0);
+  await portal.axe(page, 'Webhooks (formulario con avisos)');
+  await form.getByRole('button', { name: 'Crear', exact: true }).click();
+  await expect(page.getByRole('textbox', { name: 'Secreto' })).toHaveValue(/^whsec_/);
+  const row = page.getByRole('table').getByRole('row').filter({ has: page.getByRole('link', { name: url, exact: true }) });
+  await expect(row.getByRole('cell').nth(1)).toHaveText('GUIA_ENTREGADA, WEBHOOK_DESACTIVADO');
+
+  // What the API keeps: both names, in the form's order (shipment events first), whatever the ticking order.
+  await row.getByRole('link', { name: url, exact: true }).click();
+  await expect(page.getByRole('heading', { level: 1, name: url })).toBeVisible();
+  const id = UUID.exec(new URL(page.url()).pathname)![0];
+  const detail = await call(stack, 'GET', `/api/v1/webhooks/${id}`, live);
+  expect(detail.status).toBe(200);
+  expect(detail.body.data.eventos).toEqual(['GUIA_ENTREGADA', 'WEBHOOK_DESACTIVADO']);
+  await expect(page.locator('dl.facts dt:text-is("Eventos") + dd')).toHaveText('GUIA_ENTREGADA, WEBHOOK_DESACTIVADO');
+
+  // Editar shows what the webhook has; unticking the shipment event leaves notices only, said plainly.
+  await page.getByRole('button', { name: 'Editar' }).click();
+  const edit = page.getByRole('form', { name: 'Editar webhook' });
+  await expect(edit.getByRole('checkbox', { name: 'GUIA_ENTREGADA', exact: true })).toBeChecked();
+  await expect(edit.getByRole('checkbox', { name: 'WEBHOOK_DESACTIVADO', exact: true })).toBeChecked();
+  await expect(edit.getByRole('checkbox', { name: 'WEBHOOK_FALLANDO', exact: true })).not.toBeChecked();
+  await expect(edit.getByRole('checkbox', { checked: true })).toHaveCount(2);
+  await edit.getByRole('checkbox', { name: 'GUIA_ENTREGADA', exact: true }).uncheck();
+  const editOnlyNotices = edit.getByText('Este webhook solo recibirá avisos, ningún evento de guía.');
+  await expect(editOnlyNotices).toBeVisible();
+  await portal.axe(page, 'Editar webhook (solo avisos)');
+  await page.screenshot({ path: join(__dirname, 'results', 'avisos-editar-1280.png'), fullPage: true });
+  // At 375 px the two groups and the sentence stay within the screen.
+  await page.setViewportSize({ width: 375, height: 740 });
+  await expect(editOnlyNotices).toBeVisible();
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBe(375);
+  await edit.screenshot({ path: join(__dirname, 'results', 'avisos-editar-375.png') });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await edit.getByRole('button', { name: 'Guardar' }).click();
+  await expect(page.getByRole('status').filter({ hasText: 'Cambios guardados.' })).toBeVisible();
+  expect((await call(stack, 'GET', `/api/v1/webhooks/${id}`, live)).body.data.eventos).toEqual(['WEBHOOK_DESACTIVADO']);
+  await expect(page.locator('dl.facts dt:text-is("Eventos") + dd')).toHaveText('WEBHOOK_DESACTIVADO');
+});

@@ -8,6 +8,8 @@ export type { Actividad, Attempt, EntregaDetalle as Entrega, WebhookHealth, Webh
 import type { WebhookHealth } from '../../../packages/contracts/src/wire-shapes';
 /** The shipment events a webhook may subscribe to. */
 export { SHIPMENT_EVENTS as EVENTOS } from '../../../packages/contracts/src/events';
+/** The endpoint-health notices: a webhook receives them only when its `eventos` lists them by name. */
+export { NOTICE_EVENTS, isNoticeEvent, type NoticeEvent } from '../../../packages/contracts/src/events';
 
 /** A refusal of the API: its code (the contract), and how long it asks to wait (`Retry-After`), if it does. */
 export class ApiError extends Error {

@@ -7,6 +7,7 @@ import { ActionButton, Alert, ConfirmDialog, DataTable, DateTimeField, LoadError
 import { DeliveryCells } from './DeliveryCells';
 import { WebhookForm, type WebhookFields } from './WebhookForm';
 import { HealthSection } from './WebhookHealth';
+import { describeEventos } from './WebhookTable';
 import { useModo } from './WebhooksPage';
 
 interface Rotated {
@@ -104,7 +105,7 @@ function WebhookView({ w, modo }: { w: WebhookDetail; modo: Modo }) {
           <span className={`badge ${w.activo ? 'badge-ok' : 'badge-off'}`}>{w.activo ? 'Activo' : 'Inactivo'}</span>
         </dd>
         <dt>Eventos</dt>
-        <dd>{w.eventos.length === 0 ? 'Todos' : w.eventos.join(', ')}</dd>
+        <dd>{describeEventos(w.eventos)}</dd>
         <dt>Descripción</dt>
         <dd>{w.descripcion ?? '—'}</dd>
         <dt>Creado</dt>

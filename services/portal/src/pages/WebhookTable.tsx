@@ -4,6 +4,14 @@ import { formatDateTime } from '../format';
 import { DataTable } from '../ui';
 import { EstadoBadge } from './WebhookHealth';
 
+/**
+ * A webhook's `eventos` as the page shows it: an empty list is every shipment event and no notice, so
+ * it is not called plain "Todos"; a list is shown as it is, notices beside shipment events.
+ */
+export function describeEventos(eventos: readonly string[]): string {
+  return eventos.length === 0 ? 'Todos los de guía' : eventos.join(', ');
+}
+
 /** The webhooks of one mode: **URL** (a link to the webhook's page), **Eventos**, **Descripción**, **Estado**, **Última entrega**. */
 export function WebhookTable({ rows, modo, label }: { rows: WebhookRow[]; modo: Modo; label: string }) {
   if (rows.length === 0) return <p className="empty">No hay webhooks todavía.</p>;
@@ -14,7 +22,7 @@ export function WebhookTable({ rows, modo, label }: { rows: WebhookRow[]; modo: 
           <td className="url">
             <Link to={`/webhooks/${w.id}?modo=${modo}`}>{w.url}</Link>
           </td>
-          <td>{w.eventos.length === 0 ? 'Todos' : w.eventos.join(', ')}</td>
+          <td>{describeEventos(w.eventos)}</td>
           <td>{w.descripcion ?? '—'}</td>
           <td>
             <EstadoBadge salud={w.salud} />
