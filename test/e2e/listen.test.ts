@@ -164,6 +164,37 @@ describe('svc listen and svc trigger, across two gateways and two dispatchers', 
     expect(await cli.exited).toBe(0);
   }, 60_000);
 
+  it("with the token's rate limit used up, the answers to the platform's attempts still decide them: one attempt each, no 429", async () => {
+    // A company of its own, whose test token's window is filled here, through a gateway at a limit of
+    // 30 a minute (the fixture's others allow 100,000, so that the other tests never meet it).
+    const strict = await fx.addGateway({ env: { RATE_LIMIT_PER_MINUTE: '30' } });
+    const full = await createCompany(fx.gw, { planActivo: true, creditos: 100 });
+    const cli = await listenOn(strict, full.test, local.url('/full'), ['--events', 'GUIA_CREADA']);
+    clis.push(cli);
+    const get = () => strict.http.get('/api/v1/webhooks').set('Authorization', `Bearer ${full.test}`);
+    // Every request but one of the window; the last one creates the shipment.
+    for (let remaining = Number((await get()).headers['x-ratelimit-remaining']); remaining > 1; ) {
+      remaining = Number((await get()).headers['x-ratelimit-remaining']);
+    }
+    const created = await createOne(strict, full.test);
+    expect(created.status).toBe(201);
+    const numeroGuia = created.body.data.numeroGuia as string;
+    expect((await get()).status).toBe(429);
+
+    const ofGuia = (): Hit[] => local.hits.filter((h) => h.path === '/full' && h.body.data.numeroGuia === numeroGuia);
+    await eventually(
+      async () => (await count(fx.pool, `select count(*) as n from entregas where webhook_id = $1 and numero_guia = $2 and estado = 'exitosa' and intentos = 1`, [cli.sessionId, numeroGuia])) === 1,
+      10_000,
+      "the delivery recorded a success at its first attempt (the answer was taken with the window full)",
+    );
+    // No retry follows (it would come 1 s later), and the tool reported its answer.
+    await sleep(1500);
+    expect(ofGuia()).toHaveLength(1);
+    expect(cli.lines.some((l) => l.includes('answer not reported'))).toBe(false);
+    // The answer took no place in the window: it is still full.
+    expect((await get()).status).toBe(429);
+  }, 60_000);
+
   it('live events never reach a session', async () => {
     const cli = await listenOn(fx.gw, c.test, local.url('/hook'));
     clis.push(cli);

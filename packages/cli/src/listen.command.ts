@@ -104,7 +104,8 @@ export async function listen(o: ListenOptions): Promise<number> {
     const status = answer.statusCode === 0 ? (answer.error ?? 'ERR') : String(answer.statusCode);
     const why = answer.mensaje ? `  ${answer.mensaje}` : '';
     o.print(`${clock()}  ${f.evento.padEnd(20)}  ${numeroGuiaOf(f.body)}  ${status}  ${Math.round(answer.duracionMs)} ms${why}`);
-    await call(o, 'POST', `/api/v1/escuchas/${session.id}/respuestas`, answer).catch((err: unknown) => o.warn(`> answer not reported: ${(err as Error).message}`));
+    // The attempt in the path: the answer to an attempt the platform waits for is outside the token's rate limit.
+    await call(o, 'POST', `/api/v1/escuchas/${session.id}/respuestas/${encodeURIComponent(answer.intento)}`, answer).catch((err: unknown) => o.warn(`> answer not reported: ${(err as Error).message}`));
   };
 
   const streamOnce = async (onOpen: () => void): Promise<void> => {

@@ -223,9 +223,37 @@ export interface paths {
          * Report the local answer to one forwarded attempt
          * @description What the local receiver answered to the attempt `intento`: its status (0 when none came), how long it took,
          *     the start of its body, or why no answer came (`TIMEOUT`, `CONNECTION`, with `mensaje`). It decides the
-         *     attempt; an attempt not answered within 7 s is a timeout. Each answer is a request of the token's rate limit.
+         *     attempt; an attempt not answered within 7 s is a timeout. This first form is always a request of the token's
+         *     rate limit; `svc listen` uses `POST .../respuestas/{intento}`, which is not while the attempt waits.
          */
         post: operations["answerListenAttempt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/escuchas/{id}/respuestas/{intento}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                intento: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report the local answer to one forwarded attempt, outside the rate limit while it waits
+         * @description As `POST .../respuestas`, for the attempt the path names (the body's `intento` must be the same). The answer
+         *     to an attempt a dispatcher is still waiting for (7 s from its forward) is owed to the platform's delivery,
+         *     not an integrator's request: the first one is not counted in the token's rate limit (its `X-RateLimit-*`
+         *     headers show the window as it stands, and a full window does not refuse it). Any other (a second answer to
+         *     the attempt, a late one, an attempt of another session) is counted as usual.
+         */
+        post: operations["answerListenAttemptById"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3549,6 +3577,66 @@ export interface operations {
             header?: never;
             path: {
                 id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "intento": "7d1c...e2.5f0a...91",
+                 *       "statusCode": 200,
+                 *       "duracionMs": 12.4,
+                 *       "respuesta": "ok"
+                 *     }
+                 */
+                "application/json": {
+                    intento: string;
+                    statusCode: number;
+                    duracionMs: number;
+                    respuesta?: string | null;
+                    /** @enum {string|null} */
+                    error?: "TIMEOUT" | "CONNECTION" | null;
+                    mensaje?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Passed to the dispatcher making the attempt. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            intento: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    answerListenAttemptById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                intento: string;
             };
             cookie?: never;
         };

@@ -74,4 +74,12 @@ export const listenKeys = {
   lease: (prefix: string, sessionId: string): string => `${prefix}:escucha:${sessionId}:lease`,
   /** A counter of the streams opened for the session: the newest holds it, an older one's close does not end it. */
   holder: (prefix: string, sessionId: string): string => `${prefix}:escucha:${sessionId}:holder`,
+  /**
+   * Present while a dispatcher waits for the answer to one attempt of the session: the answer that
+   * takes it (`POST .../respuestas/{intento}`) is not counted in the token's rate limit.
+   */
+  waiting: (prefix: string, sessionId: string, intento: string): string => `${prefix}:escucha:${sessionId}:espera:${intento}`,
 };
+
+/** How long a dispatcher waits for an attempt's answer in all: the local deadline and the relay's margin. */
+export const LISTEN_WAIT_MS = LISTEN_ANSWER_TIMEOUT_MS + LISTEN_RELAY_MARGIN_MS;

@@ -3,6 +3,7 @@ import { safeEqual } from './auth/token';
 import { adminOnly, authenticate } from './auth/auth.middleware';
 import { defaultRateHeaders, rateLimit } from './rate-limit/rate-limit.middleware';
 import { portalSessionLimit } from './rate-limit/portal-session.limit';
+import { waitingAnswer } from './listen/answer-exemption';
 import { jsonBody } from './http/body.middleware';
 import { noStore, strictTransport } from './http/cache-control.middleware';
 import { requestId } from './http/request-id.middleware';
@@ -99,9 +100,13 @@ export function createApp(deps: GatewayDeps, options: { internal: boolean } = { 
     noStore,
     defaultRateHeaders(deps.rateLimiter.limit),
     authenticate(deps.db, deps.tokenCache, deps.metrics.authEvents, { failures: deps.authFailureLimiter, clientAddress: deps.clientAddress }),
-    rateLimit(deps.rateLimiter, deps.tokenCache, deps.metrics.authEvents, {
-      rejected: () => deps.metrics.rateLimitRejections.inc(),
-    }),
+    rateLimit(
+      deps.rateLimiter,
+      deps.tokenCache,
+      deps.metrics.authEvents,
+      { rejected: () => deps.metrics.rateLimitRejections.inc() },
+      waitingAnswer(deps.redis, deps.config.redisPrefix),
+    ),
     jsonBody,
   );
   mountCompanyRoutes(api, deps);

@@ -147,6 +147,7 @@ describe('the OpenAPI document (openapi/openapi.yaml)', () => {
       'POST /portal/v1/sandbox/guias/{numeroGuia}/simular': validateGuiaEvento,
       'POST /api/v1/escuchas': validateListenSessionCreate,
       'POST /api/v1/escuchas/{id}/respuestas': validateListenAnswer,
+      'POST /api/v1/escuchas/{id}/respuestas/{intento}': validateListenAnswer,
     };
     const withBody: string[] = [];
     for (const [template, item] of Object.entries(doc.paths)) {
@@ -584,6 +585,11 @@ describe('the gateway against its OpenAPI document', () => {
     const answered = await checker.send(gw.http, 'post', `/api/v1/escuchas/${sid}/respuestas`, { auth: bearer(k.test), body: { intento: 'nadie.nada', statusCode: 200, duracionMs: 3 } });
     expect(answered.body.data).toEqual({ intento: 'nadie.nada' });
     expect((await checker.send(gw.http, 'post', `/api/v1/escuchas/${sid}/respuestas`, { auth: bearer(k.test), body: { intento: 'x' } })).status).toBe(400);
+    // The attempt in the path (svc listen's form): an attempt no dispatcher waits for is counted and passed on as the first form's.
+    const byPath = await checker.send(gw.http, 'post', `/api/v1/escuchas/${sid}/respuestas/nadie.nada`, { auth: bearer(k.test), body: { intento: 'nadie.nada', statusCode: 200, duracionMs: 3 } });
+    expect(byPath.body.data).toEqual({ intento: 'nadie.nada' });
+    const mismatched = await checker.send(gw.http, 'post', `/api/v1/escuchas/${sid}/respuestas/otro.intento`, { auth: bearer(k.test), body: { intento: 'nadie.nada', statusCode: 200, duracionMs: 3 } });
+    expect(mismatched.status).toBe(400);
     expect((await checker.send(gw.http, 'delete', `/api/v1/escuchas/${sid}`, { auth: bearer(k.test) })).body.data.activo).toBe(false);
     expect((await checker.send(gw.http, 'delete', `/api/v1/escuchas/${sid}`, { auth: bearer(k.test) })).status).toBe(404);
     expect((await checker.send(gw.http, 'get', `/api/v1/escuchas/${sid}/stream`, { auth: bearer(k.test) })).status).toBe(404);

@@ -13,6 +13,7 @@ interface OutboxRow {
   sucursal_id: string | null;
   data: Record<string, unknown>;
   request_id: string | null;
+  created_at: Date;
   enviado_en: Date | null;
   secuencia: number | null;
   modo: string;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { listenKeys } from '@svc/contracts';
 import type pg from 'pg';
 import { testRedisClient } from '../../../test/support/redis-prefix';
 import { guia } from '../../../test/support/shipment-fixtures';
@@ -124,6 +125,33 @@ describe('rate limit: 100 requests per sliding minute per token', () => {
       expect(res.status).toBe(200);
       expect(rateHeaders(res).remaining).toBe(99);
     }
+  });
+
+  it("svc listen's answer to an attempt a dispatcher waits for is let through uncounted, once: a second, or one for no attempt, is counted", async () => {
+    const c = await createCompany(a);
+    const opened = await a.http.post('/api/v1/escuchas').set('Authorization', bearer(c.test)).send({});
+    expect(opened.status).toBe(201);
+    const sid = opened.body.data.id as string;
+    for (let i = 0; i < 99; i++) expect((await empresa(a, c.test)).status).toBe(200);
+    expect((await empresa(a, c.test)).status).toBe(429);
+    // The mark a dispatcher sets when it forwards an attempt and waits for its answer (listen.relay.ts).
+    const intento = 'instancia.intento-1';
+    const redis = testRedisClient();
+    try {
+      await redis.set(listenKeys.waiting(fx.prefix, sid, intento), '1', 'PX', 7000);
+    } finally {
+      redis.disconnect();
+    }
+    const answer = (gw: TestGateway) =>
+      gw.http.post(`/api/v1/escuchas/${sid}/respuestas/${intento}`).set('Authorization', bearer(c.test)).send({ intento, statusCode: 200, duracionMs: 4 });
+    const taken = await answer(b);
+    expect(taken.status).toBe(200);
+    // The window as it stands, full, and not added to.
+    expect(rateHeaders(taken as unknown as Res)).toMatchObject({ limit: 100, remaining: 0 });
+    const again = await answer(a);
+    expect(again.status).toBe(429);
+    expect(again.body.error.code).toBe('RATE_LIMIT_EXCEEDED');
+    expect((await empresa(b, c.test)).status).toBe(429);
   });
 
   it('150 concurrent requests with a fresh token: exactly 100 are not 429', async () => {

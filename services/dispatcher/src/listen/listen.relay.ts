@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   LISTEN_ANSWER_TIMEOUT_MS,
-  LISTEN_RELAY_MARGIN_MS,
+  LISTEN_WAIT_MS,
   listenAttemptId,
   listenKeys,
   type ListenAnswer,
@@ -65,7 +65,7 @@ export async function createListenRelay(deps: { commands: RedisClient; subscribe
       const forward: ListenForward = { intento, evento: input.event, body, headers: deliveryHeaders(body, input, at) };
       const started = performance.now();
       const answered = new Promise<ListenAnswer | undefined>((resolve) => {
-        const timer = setTimeout(() => done(undefined), LISTEN_ANSWER_TIMEOUT_MS + LISTEN_RELAY_MARGIN_MS);
+        const timer = setTimeout(() => done(undefined), LISTEN_WAIT_MS);
         const done = (a: ListenAnswer | undefined): void => {
           clearTimeout(timer);
           waiting.delete(intento);
@@ -74,6 +74,9 @@ export async function createListenRelay(deps: { commands: RedisClient; subscribe
         waiting.set(intento, { sessionId, settle: done });
       });
       try {
+        // The answer is owed to the platform's own attempt, not an integrator's request: it is kept
+        // out of the token's rate limit while this waits (one answer per attempt).
+        await deps.commands.set(listenKeys.waiting(deps.prefix, sessionId, intento), '1', 'PX', LISTEN_WAIT_MS);
         await publishOn(deps.commands, listenKeys.forwards(deps.prefix, sessionId), JSON.stringify(forward));
       } catch (err) {
         waiting.get(intento)?.settle(undefined);
@@ -87,7 +90,7 @@ export async function createListenRelay(deps: { commands: RedisClient; subscribe
           durationMs: Math.round(performance.now() - started),
           result: 'timeout',
           error: 'TIMEOUT',
-          message: `the listening session did not answer within ${(LISTEN_ANSWER_TIMEOUT_MS + LISTEN_RELAY_MARGIN_MS) / 1000} s (is svc listen still running?)`,
+          message: `the listening session did not answer within ${LISTEN_WAIT_MS / 1000} s (is svc listen still running?)`,
           response: null,
           timestamp,
         };

@@ -1,4 +1,4 @@
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '@svc/contracts';
 import type { TokenCache } from '../auth/token-cache';
 import type { AuthEvents } from '../auth/auth-events';
@@ -25,17 +25,26 @@ export interface RateLimitEvents {
   rejected(): void;
 }
 
+/**
+ * Says whether a request is one the limit leaves uncounted (it is let through with the window as it
+ * stands): `svc listen`'s answer to an attempt the platform made and waits for. Whatever it
+ * decides, its own check must be bounded by the platform's work, never by the caller's requests.
+ */
+export type UncountedRequest = (req: Request) => Promise<boolean>;
+
 /** After authentication: counts the request in the token's window, or answers 429. */
 export function rateLimit(
   limiter: RateLimiter,
   cache: TokenCache,
   authEvents: AuthEvents,
   events: RateLimitEvents,
+  uncounted?: UncountedRequest,
 ): RequestHandler {
   return async (req, res, next) => {
     const principal = req.principal;
     if (!principal) throw new AppError('AUTH_REQUIRED', 'authentication is required');
-    const decision = await limiter.hit(principal.tokenId, cache.revokedKey(principal.tokenHash), principal.tokenHash);
+    const mode = uncounted !== undefined && (await uncounted(req)) ? 'peek' : 'count';
+    const decision = await limiter.hit(principal.tokenId, cache.revokedKey(principal.tokenHash), principal.tokenHash, mode);
     if (decision.revoked) {
       cache.delete(principal.tokenHash);
       authEvents.failure('revoked');

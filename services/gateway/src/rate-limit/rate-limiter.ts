@@ -7,6 +7,7 @@ import { keySlot, type RedisClient, type RedisKeys } from '@svc/platform';
  * Redis's own clock is the time source, so gateways with skewed clocks agree.
  * KEYS[1] = the token's window, KEYS[2] = the token's revocation mark: on a cluster both under the
  * token's hash tag (`RedisKeys`), so they share a slot as a script's keys must.
+ * ARGV[4] = 'peek': the window is read, not added to (a request the limit does not count).
  * Returns { allowed (1/0, or -1 when revoked), count in window, oldest entry (ms), now (ms) }.
  */
 const SLIDING_WINDOW = `
@@ -18,7 +19,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
 local allowed = 0
-if count < limit then
+if ARGV[4] == 'peek' then
+  allowed = 1
+elseif count < limit then
   redis.call('ZADD', KEYS[1], now, ARGV[3])
   redis.call('PEXPIRE', KEYS[1], window)
   count = count + 1
@@ -44,18 +47,22 @@ export interface RateDecision {
 type Reply = [number, number, number, number];
 
 type RedisWithScript = RedisClient & {
-  svcSlidingWindow(windowKey: string, revokedKey: string, limit: number, windowMs: number, member: string): Promise<Reply>;
+  svcSlidingWindow(windowKey: string, revokedKey: string, limit: number, windowMs: number, member: string, mode: HitMode): Promise<Reply>;
 };
 
 type PipelineWithScript = ChainableCommander & {
-  svcSlidingWindow(windowKey: string, revokedKey: string, limit: number, windowMs: number, member: string): PipelineWithScript;
+  svcSlidingWindow(windowKey: string, revokedKey: string, limit: number, windowMs: number, member: string, mode: HitMode): PipelineWithScript;
 };
+
+/** `count`: the request takes a place in the window (or is refused); `peek`: it is let through, uncounted, with the window as it stands. */
+export type HitMode = 'count' | 'peek';
 
 /** A hit waiting for the next write to Redis. */
 interface Waiting {
   windowKey: string;
   revokedKey: string;
   member: string;
+  mode: HitMode;
   resolve(reply: Reply): void;
   reject(err: unknown): void;
 }
@@ -91,10 +98,10 @@ export class RateLimiter {
    * Counts one hit in `id`'s window, unless `revokedKey` (a token's revocation mark) exists. `tag`:
    * the hash tag `revokedKey` is under on a cluster (the token's hash), which the window shares.
    */
-  async hit(id: string, revokedKey: string, tag: string = id): Promise<RateDecision> {
+  async hit(id: string, revokedKey: string, tag: string = id, mode: HitMode = 'count'): Promise<RateDecision> {
     // A unique member per request: two requests in the same millisecond are two entries.
     const member = `${this.instance}:${(this.seq = (this.seq + 1) % Number.MAX_SAFE_INTEGER)}`;
-    const [allowed, count, first, now] = await this.run(this.keys.of(this.keyspace, id, tag), revokedKey, member);
+    const [allowed, count, first, now] = await this.run(this.keys.of(this.keyspace, id, tag), revokedKey, member, mode);
     if (allowed === -1) {
       return { revoked: true, allowed: false, limit: this.limit, remaining: 0, resetSeconds: 0, retryAfterSeconds: 0 };
     }
@@ -123,9 +130,9 @@ export class RateLimiter {
    * atomically. On a cluster a pipeline must stay within one slot, and each token's keys are under
    * its own tag: the batch goes as one pipeline per slot, each to its master.
    */
-  private run(windowKey: string, revokedKey: string, member: string): Promise<Reply> {
+  private run(windowKey: string, revokedKey: string, member: string, mode: HitMode): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
-      if (this.waiting.push({ windowKey, revokedKey, member, resolve, reject }) === 1) setImmediate(this.send);
+      if (this.waiting.push({ windowKey, revokedKey, member, mode, resolve, reject }) === 1) setImmediate(this.send);
     });
   }
 
@@ -147,11 +154,11 @@ export class RateLimiter {
     // One hit, or a client that is not ready: each on its own, failing as a lone call fails (a
     // cluster client's pipeline would wait for slots an ended client never gets).
     if (batch.length === 1 || this.redis.status !== 'ready') {
-      for (const w of batch) this.redis.svcSlidingWindow(w.windowKey, w.revokedKey, this.limit, this.windowMs, w.member).then(w.resolve, w.reject);
+      for (const w of batch) this.redis.svcSlidingWindow(w.windowKey, w.revokedKey, this.limit, this.windowMs, w.member, w.mode).then(w.resolve, w.reject);
       return;
     }
     const pipeline = this.redis.pipeline() as PipelineWithScript;
-    for (const w of batch) pipeline.svcSlidingWindow(w.windowKey, w.revokedKey, this.limit, this.windowMs, w.member);
+    for (const w of batch) pipeline.svcSlidingWindow(w.windowKey, w.revokedKey, this.limit, this.windowMs, w.member, w.mode);
     pipeline.exec().then(
       (replies) => {
         batch.forEach((w, i) => {
