@@ -138,7 +138,8 @@ describe('rate limit: 100 requests per sliding minute per token', () => {
     const intento = 'instancia.intento-1';
     const redis = testRedisClient();
     try {
-      await redis.set(listenKeys.waiting(fx.prefix, sid, intento), '1', 'PX', 7000);
+      // Named as the services name it: on a cluster the prefix is hash-tagged (`{prefix}`).
+      await redis.set(listenKeys.waiting(a.deps.config.redisPrefix, sid, intento), '1', 'PX', 7000);
     } finally {
       redis.disconnect();
     }
