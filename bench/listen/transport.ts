@@ -16,6 +16,7 @@ import express, { type RequestHandler, type Response } from 'express';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { LISTEN_ANSWER_TIMEOUT_MS, LISTEN_RELAY_MARGIN_MS, listenAttemptId, MAX_BATCH, validateListenAnswer, type ListenForward } from '@svc/contracts';
 import { deliveryBody, deliveryHeaders } from '@svc/webhook-sender';
+import { forwardEvent, openedEvent, startEventStream } from '../../services/gateway/src/listen/listen-streams';
 import { cpuPercent, cpuSnapshot } from '../support/cpu';
 import { LABEL, paths, textOf, TRANSPORTS, type SocketMessage, type ToBench, type ToClient, type Transport } from './protocol';
 
@@ -65,9 +66,6 @@ const TRIGGER_EVENTS = 5;
 const KEEP_ALIVE_TIMEOUT_MS = 15_000;
 /** The gateway's body limit (services/gateway/src/http/body.middleware.ts), on both transports. */
 const MAX_BODY_BYTES = 1024 * 1024;
-/** The stream's heartbeat and retry hint as listen-streams.ts sets them (no heartbeat is due within a phase). */
-const STREAM_HEARTBEAT_MS = 15_000;
-const RECONNECT_HINT_MS = 1000;
 /** The longest `motivo` a GUIA_DEVOLUCION may carry (the event catalog's schema), so the body stays a valid one. */
 const MAX_MOTIVO = 500;
 /** Repeated and cut to fill the body to BODY_BYTES: plain ASCII, so characters and bytes agree. */
@@ -171,21 +169,15 @@ app.disable('x-powered-by');
 app.set('etag', false);
 const jsonBody = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true });
 
-// The stream as listen-streams.ts writes it: its headers, no Nagle, the retry hint and `abierta`, then one `entrega` per attempt.
+// The stream as the gateway writes it (listen-streams.ts's own functions): its headers, no Nagle, the retry hint and `abierta`, then one `entrega` per attempt.
 app.get(paths.stream(':id'), guard, (req, res) => {
-  res.statusCode = 200;
-  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-  res.setHeader('Connection', 'keep-alive');
-  res.setHeader('X-Accel-Buffering', 'no');
-  res.flushHeaders();
-  req.socket.setNoDelay(true);
-  req.socket.setKeepAlive(true, STREAM_HEARTBEAT_MS);
+  startEventStream(req, res);
   stream = res;
   const write = (chunk: string): void => {
     if (!res.writableEnded) res.write(chunk);
   };
-  senders.sse = (f) => write(`event: entrega\nid: ${f.intento}\ndata: ${JSON.stringify(f)}\n\n`);
-  write(`retry: ${RECONNECT_HINT_MS}\nevent: abierta\ndata: ${JSON.stringify({ id: req.params.id })}\n\n`);
+  senders.sse = (f) => write(forwardEvent(f));
+  write(openedEvent(String(req.params.id)));
   res.on('close', () => {
     delete senders.sse;
     stream = undefined;
@@ -463,7 +455,8 @@ function table(rate: number, s: Summary, w: Summary, pacing: number): void {
 function rateLimitArithmetic(): void {
   const perSecond = RATE_LIMIT_PER_MINUTE / 60;
   console.log(`\nRate limit: the gateway's default window is ${RATE_LIMIT_PER_MINUTE} requests a minute per token.`);
-  console.log(`  ${LABEL.sse}: one request of that window per answer.`);
+  console.log(`  ${LABEL.sse}: one request of that window per answer on the counted route (POST .../respuestas); the gateway now leaves the answer`);
+  console.log(`    owed to a waiting attempt out of it (POST .../respuestas/{intento}, decision 0013): what follows is the cost that removed.`);
   for (const rate of RATES) console.log(`    at ${fmt(rate)}/s: ${fmt(rate * 60)} requests a minute, ${fmt((rate * 60) / RATE_LIMIT_PER_MINUTE, 1)}x the window`);
   console.log(`    sustained, the window holds ${perSecond.toFixed(2)} answers/s, less the token's other requests (the stream's GET, the session's POST, svc trigger's calls);`);
   console.log(
@@ -493,7 +486,7 @@ function verdict(results: Map<number, { sse: Summary; ws: Summary }>): string {
   return (
     `Verdict: ${parts.join('; ')}. ` +
     `SSE + POST's worst p99 was ${fmt(worstP99, 1)} ms against the relay's ${deadline / 1000} s deadline, so at a developer's sandbox volume (a few events, far below 10/s) ` +
-    `latency decides nothing; per round trip WebSocket is ${cheaper(results)}, and spends none of the token's ${RATE_LIMIT_PER_MINUTE} requests a minute, where SSE + POST spends one per answer. ` +
+    `latency decides nothing; per round trip WebSocket is ${cheaper(results)}, and spends none of the token's ${RATE_LIMIT_PER_MINUTE} requests a minute, where SSE + POST's counted route spent one per answer (the gateway now leaves out the one owed to a waiting attempt). ` +
     `The real gateway adds a Redis rate-limit script, a Postgres session read and an access-log line to every SSE answer, which this bench leaves out.`
   );
 }

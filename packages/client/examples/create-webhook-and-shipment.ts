@@ -29,7 +29,8 @@ async function main(): Promise<void> {
   });
   if (!webhook.data) fail('webhook', webhook.response.status, webhook.error);
   writeFileSync(SECRET_FILE, `${webhook.data.data.secret}\n`, { mode: 0o600 });
-  console.log(`webhook ${webhook.data.data.id}, its secret in ${SECRET_FILE}`);
+  // Only the id: where the signing value went is the caller's own SECRET_FILE, and nothing of it is logged.
+  console.log(`webhook ${webhook.data.data.id} created`);
 
   const shipment = await client.POST('/api/v1/guias', {
     body: {

@@ -39,7 +39,7 @@ it('creates a webhook and a shipment; the webhook receives GUIA_CREADA signed wi
     cwd: ROOT,
     env: { ...process.env, SVC_API: `http://127.0.0.1:${fx.gw.port}`, SVC_TOKEN: company.test, WEBHOOK_URL: fx.receiver.url('/client-example'), SECRET_FILE: secretFile },
   });
-  const webhook = /^webhook (\S+), its secret in (\S+)$/m.exec(stdout);
+  const webhook = /^webhook (\S+) created$/m.exec(stdout);
   const secret = readFileSync(secretFile, 'utf8').trim();
   expect({ secret: /^whsec_\S+$/.test(secret), printed: stdout.includes(secret), mode: statSync(secretFile).mode & 0o777 }).toEqual({ secret: true, printed: false, mode: 0o600 });
   const shipment = /^shipment (SVC\w+) estado=CREADA$/m.exec(stdout);

@@ -12,6 +12,24 @@ export const STREAM_HEARTBEAT_MS = 15_000;
 /** How long the tool waits before reconnecting (the SSE `retry` field). */
 const RECONNECT_HINT_MS = 1000;
 
+/** Starts a stream's answer: its headers flushed at once, and its socket set for a long-lived, chatty connection. */
+export function startEventStream(req: Request, res: Response): void {
+  res.statusCode = 200;
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  res.setHeader('Connection', 'keep-alive');
+  // Proxies that buffer (nginx) would hold the events back.
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.flushHeaders();
+  req.socket.setNoDelay(true);
+  req.socket.setKeepAlive(true, STREAM_HEARTBEAT_MS);
+}
+
+/** The stream's first event: the reconnect hint and the session it holds. */
+export const openedEvent = (sessionId: string): string => `retry: ${RECONNECT_HINT_MS}\nevent: abierta\ndata: ${JSON.stringify({ id: sessionId })}\n\n`;
+
+/** One attempt, as the stream carries it (`entrega`, its id the attempt's). */
+export const forwardEvent = (forward: ListenForward): string => `event: entrega\nid: ${forward.intento}\ndata: ${JSON.stringify(forward)}\n\n`;
+
 export interface ListenStreams {
   /**
    * Serves the session's stream on `res` until the client goes: every attempt published to the
@@ -58,23 +76,16 @@ export function createListenStreams(deps: { redis: RedisClient; subscriber: Redi
           } catch {
             return;
           }
-          write(`event: entrega\nid: ${forward.intento}\ndata: ${JSON.stringify(forward)}\n\n`);
+          write(forwardEvent(forward));
         });
       } catch (err) {
         await deps.redis.del(leaseKey).catch(() => undefined);
         throw err;
       }
 
-      res.statusCode = 200;
-      res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-      res.setHeader('Connection', 'keep-alive');
-      // Proxies that buffer (nginx) would hold the events back.
-      res.setHeader('X-Accel-Buffering', 'no');
-      res.flushHeaders();
-      req.socket.setNoDelay(true);
-      req.socket.setKeepAlive(true, STREAM_HEARTBEAT_MS);
+      startEventStream(req, res);
       held.add(res);
-      write(`retry: ${RECONNECT_HINT_MS}\nevent: abierta\ndata: ${JSON.stringify({ id: sessionId })}\n\n`);
+      write(openedEvent(sessionId));
 
       const heartbeat = setInterval(() => write(': ping\n\n'), STREAM_HEARTBEAT_MS);
       const renew = setInterval(() => {
