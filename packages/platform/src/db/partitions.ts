@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { Logger } from '@svc/observability';
 import { createPeriodicTask } from '../periodic-task';
 
@@ -79,6 +79,11 @@ export function partitionRange(keys: Iterable<string | Date | null | undefined>)
   }
   if (min === Infinity) return { from: '-infinity', to: 'infinity' };
   return { from: new Date(min - KEY_MARGIN_MS).toISOString(), to: new Date(max + KEY_MARGIN_MS).toISOString() };
+}
+
+/** `<column> between from and to`: the condition every statement that finds rows by id adds for `partitionRange`. */
+export function withinRange(column: string, range: PartitionRange): RawBuilder<SqlBool> {
+  return sql<SqlBool>`${sql.ref(column)} between ${range.from}::timestamptz and ${range.to}::timestamptz`;
 }
 
 /** `entregas_p20261202` for the day that starts at 2026-12-02 00:00 UTC. */

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import { partitionRange, prepared, type Db, type PartitionRange } from '@svc/platform';
+import { partitionRange, prepared, withinRange, type Db, type PartitionRange } from '@svc/platform';
 import type { DeliveryState, Entrega } from '@svc/contracts';
 import type { NullableColumns } from '../webhooks/webhook.repository';
 
@@ -56,7 +56,7 @@ export async function findRoutedDeliveries<W extends { id: string }>(
     left join lateral (
       select e.id, e.estado, e.intentos from entregas e
       where e.evento_id = r.event_id and e.webhook_id = r.id and e.evento_id is not null and not e.es_reenvio
-        and e.particion_en between ${days.from}::timestamptz and ${days.to}::timestamptz
+        and ${withinRange('e.particion_en', days)}
       limit 1
     ) e on true`;
   const result = await db.executeQuery<Row>(prepared('find_routed_deliveries', query, db));
@@ -84,13 +84,11 @@ export interface DeliveryKey {
 /** Where each delivery of a batch stands, in one query on their days' partitions; unknown ids are simply absent. */
 export async function findDeliveryProgress(db: Db, keys: readonly DeliveryKey[]): Promise<Map<string, DeliveryProgress>> {
   if (keys.length === 0) return new Map();
-  const days = partitionRange(keys.map((k) => k.partitionAt));
   const rows = await db
     .selectFrom('entregas')
     .select(['id', 'estado', 'intentos'])
     .where('id', '=', sql<string>`any(${sql.val([...new Set(keys.map((k) => k.id))])}::uuid[])`)
-    .where('particion_en', '>=', sql<Date>`${days.from}::timestamptz`)
-    .where('particion_en', '<=', sql<Date>`${days.to}::timestamptz`)
+    .where(withinRange('particion_en', partitionRange(keys.map((k) => k.partitionAt))))
     .execute();
   return new Map(rows.map((r) => [r.id, { estado: r.estado, intentos: r.intentos }]));
 }

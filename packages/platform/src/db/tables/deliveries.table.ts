@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { DeliveryState, EventName } from '@svc/contracts';
 import { prepared, type Db, type Transaction } from '../database';
-import { countPartition, dropPartitions, lockTables, partitionName, partitionRange, withLockRetries } from '../partitions';
+import { countPartition, dropPartitions, lockTables, partitionName, partitionRange, withinRange, withLockRetries } from '../partitions';
 import { insertDeliveryAttempts, type DeliveryAttempt } from './delivery-attempts.table';
 import { keepEventsResendsName, outboxDayOwed } from './outbox.table';
 
@@ -106,7 +106,7 @@ export interface AttemptRecord extends DeliveryAttempt {
 export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[]): Promise<Set<string>> {
   if (attempts.length === 0) return new Set();
   // Their days only: the prepared statement prunes the other partitions as it starts.
-  const days = partitionRange(attempts.map((a) => a.partitionAt));
+  const days = withinRange('e.particion_en', partitionRange(attempts.map((a) => a.partitionAt)));
   // Prepared: it runs for every batch of attempts, with the same text (arrays as parameters).
   const query = sql<{ id: string }>`
     with v as (
@@ -127,8 +127,7 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
         exitoso = (v.estado = 'exitosa'),
         proximo_intento_en = v.next_at
       from v
-      where e.id = v.id and e.estado = 'pendiente' and e.intentos < v.intento
-        and e.particion_en between ${days.from}::timestamptz and ${days.to}::timestamptz
+      where e.id = v.id and e.estado = 'pendiente' and e.intentos < v.intento and ${days}
       returning e.id, e.particion_en
     ), logged as (${insertDeliveryAttempts(attempts, 'changed')})
     select id from changed
@@ -139,13 +138,11 @@ export async function recordAttempts(db: Db, attempts: readonly AttemptRecord[])
 
 /** Ends a pending delivery as failed without an attempt (its webhook was deactivated meanwhile, or its event row is gone). */
 export async function abandonDelivery(db: Db, id: string, partitionAt?: string): Promise<boolean> {
-  const days = partitionRange([partitionAt]);
   const row = await db
     .updateTable('entregas')
     .set({ estado: 'fallida', exitoso: false, proximo_intento_en: null })
     .where('id', '=', id)
-    .where('particion_en', '>=', sql<Date>`${days.from}::timestamptz`)
-    .where('particion_en', '<=', sql<Date>`${days.to}::timestamptz`)
+    .where(withinRange('particion_en', partitionRange([partitionAt])))
     .where('estado', '=', 'pendiente')
     .returning('id')
     .executeTakeFirst();
@@ -260,7 +257,7 @@ export interface Postponement {
  */
 export async function postponeDeliveries(db: Db, postponed: readonly Postponement[]): Promise<void> {
   if (postponed.length === 0) return;
-  const days = partitionRange(postponed.map((p) => p.partitionAt));
+  const days = withinRange('e.particion_en', partitionRange(postponed.map((p) => p.partitionAt)));
   await sql`
     update entregas as e set proximo_intento_en = v.at, diferida = true
     from unnest(
@@ -268,8 +265,7 @@ export async function postponeDeliveries(db: Db, postponed: readonly Postponemen
       ${sql.val(postponed.map((p) => p.attempt))}::int[],
       ${sql.val(postponed.map((p) => p.at.toISOString()))}::timestamptz[]
     ) as v(id, intento, at)
-    where e.id = v.id and e.estado = 'pendiente' and e.intentos = v.intento - 1
-      and e.particion_en between ${days.from}::timestamptz and ${days.to}::timestamptz
+    where e.id = v.id and e.estado = 'pendiente' and e.intentos = v.intento - 1 and ${days}
   `.execute(db);
 }
 

@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Modo, NoticeEvent, ShipmentEventJob, WebhookNoticeData } from '@svc/contracts';
 import type { Db, Transaction } from '../database';
-import { partitionName, partitionRange } from '../partitions';
+import { partitionName, partitionRange, withinRange } from '../partitions';
 import { webhooksVersionOf } from './webhooks.table';
 
 /**
@@ -130,13 +130,11 @@ export interface EventKey {
 /** Marks events relayed (queued for the dispatcher), the first time only; only their days' partitions are touched. */
 export async function markSent(db: Db, events: readonly EventKey[]): Promise<void> {
   if (events.length === 0) return;
-  const { from, to } = partitionRange(events.map((e) => e.partitionAt));
   await db
     .updateTable('outbox')
     .set({ enviado_en: sql<Date>`now()` })
     .where('id', '=', sql<string>`any(${sql.val(events.map((e) => e.eventId))}::uuid[])`)
-    .where('created_at', '>=', sql<Date>`${from}::timestamptz`)
-    .where('created_at', '<=', sql<Date>`${to}::timestamptz`)
+    .where(withinRange('created_at', partitionRange(events.map((e) => e.partitionAt))))
     .where('enviado_en', 'is', null)
     .execute();
 }
@@ -149,11 +147,10 @@ export async function markSent(db: Db, events: readonly EventKey[]): Promise<voi
  * also walked `outbox_sin_repartir_idx`, every event not yet fanned out, at each run.
  */
 export function markFannedOut(events: readonly EventKey[]): RawBuilder<{ id: string; created_at: Date }> {
-  const { from, to } = partitionRange(events.map((e) => e.partitionAt));
   return sql`
     update outbox set repartido_en = coalesce(repartido_en, now())
     where id = any(${sql.val(events.map((e) => e.eventId))}::uuid[])
-      and created_at between ${from}::timestamptz and ${to}::timestamptz
+      and ${withinRange('created_at', partitionRange(events.map((e) => e.partitionAt)))}
     returning id, created_at`;
 }
 
